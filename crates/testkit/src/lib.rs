@@ -1,0 +1,1 @@
+//! placeholder crate root, replaced by the issue that builds this crate.
