@@ -1,1 +1,36 @@
-//! placeholder crate root, replaced by the issue that builds this crate.
+//! Page files of Barracuda: the [`PageFile`] trait the engine does all file I/O through, and
+//! its back ends.
+//!
+//! - [`StdFile`]: `pread`/`pwrite`, optionally O_DIRECT (with [`AlignedBuf`] buffers).
+//! - [`UringFile`]: io_uring, with batched submission for the flusher and read-ahead.
+//! - [`MemFile`]: in memory, with a block-allocation model so hole punching is visible.
+//! - [`FaultyFile`]: wraps any of them to lose or tear unsynced writes at a simulated crash and
+//!   to fail the N-th operation with EIO or ENOSPC.
+//!
+//! [`open_file`] picks one by [`Backend`]; [`Backend::Auto`] uses io_uring where the kernel
+//! allows it and says why not otherwise ([`uring_fallback_reason`]).
+//!
+//! Hole punching that the file system refuses (EOPNOTSUPP) is reported once as
+//! [`PunchOutcome::Unsupported`] and switched off for the file, never an error.
+
+mod aligned;
+mod backend;
+mod error;
+pub mod faulty;
+mod file;
+mod mem_file;
+mod options;
+mod punch;
+mod std_file;
+mod sys;
+mod uring_file;
+
+pub use aligned::{AlignedBuf, DIRECT_IO_ALIGN};
+pub use backend::{open_best, open_file, uring_fallback_reason, Backend};
+pub use error::{IoError, IoErrorKind, Op, Result};
+pub use faulty::{CrashMode, CrashReport, FaultPlan, FaultyFile, OpKind};
+pub use file::{PageFile, PunchOutcome};
+pub use mem_file::{MemFile, MEM_BLOCK_BYTES};
+pub use options::OpenOptions;
+pub use std_file::StdFile;
+pub use uring_file::UringFile;

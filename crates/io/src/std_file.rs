@@ -1,0 +1,213 @@
+//! [`StdFile`]: the default back end, `pread`/`pwrite` through `std::os::unix::fs::FileExt`,
+//! optionally with O_DIRECT.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use crate::aligned::DIRECT_IO_ALIGN;
+use crate::error::{IoError, Op, Result};
+use crate::file::{PageFile, PunchOutcome};
+use crate::options::OpenOptions;
+use crate::punch::HoleSwitch;
+use crate::sys;
+
+/// A page file on `pread`/`pwrite`. With [`OpenOptions::direct`] the page cache is bypassed
+/// and every request must be aligned to [`PageFile::alignment`].
+#[derive(Debug)]
+pub struct StdFile {
+    file: File,
+    path: PathBuf,
+    /// 1 for buffered I/O; the O_DIRECT alignment otherwise.
+    align: usize,
+    atomic_write_unit: Option<u32>,
+    holes: HoleSwitch,
+}
+
+impl StdFile {
+    /// Opens `path` as `opts` say.
+    ///
+    /// With `direct(true)` on a file system that refuses O_DIRECT (tmpfs answers EINVAL), the
+    /// error kind is [`IoErrorKind::Unsupported`](crate::IoErrorKind::Unsupported).
+    pub fn open(path: impl AsRef<Path>, opts: &OpenOptions) -> Result<Self> {
+        let path = path.as_ref();
+        let file = opts.to_std().open(path).map_err(|e| {
+            let e = if opts.direct && e.raw_os_error() == Some(libc::EINVAL) {
+                io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "the file system refuses O_DIRECT (EINVAL at open)",
+                )
+            } else {
+                e
+            };
+            IoError::new(Op::Open, path, 0, 0, e)
+        })?;
+        // statx is advisory: an old kernel without it just means "nothing known".
+        let info = sys::statx_info(file.as_raw_fd()).unwrap_or_default();
+        let align = if opts.direct {
+            // Never below 512, and 4096 when the kernel does not say (pre-6.1).
+            info.dio_align
+                .map_or(DIRECT_IO_ALIGN, |a| (a as usize).max(512))
+        } else {
+            1
+        };
+        Ok(StdFile {
+            file,
+            path: path.to_path_buf(),
+            align,
+            atomic_write_unit: info.atomic_write_unit_max,
+            holes: HoleSwitch::default(),
+        })
+    }
+
+    /// Whether the file was opened with O_DIRECT.
+    pub fn is_direct(&self) -> bool {
+        self.align > 1
+    }
+
+    /// The underlying `std::fs::File`.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Fails with [`IoErrorKind::Unaligned`](crate::IoErrorKind::Unaligned) when an O_DIRECT
+    /// request `(ptr, len, offset)` is misaligned.
+    pub(crate) fn check_aligned(
+        &self,
+        op: Op,
+        ptr: *const u8,
+        len: usize,
+        offset: u64,
+    ) -> Result<()> {
+        let a = self.align;
+        if a <= 1 {
+            return Ok(());
+        }
+        let what = if !(ptr as usize).is_multiple_of(a) {
+            "the buffer address"
+        } else if !offset.is_multiple_of(a as u64) {
+            "the file offset"
+        } else if !len.is_multiple_of(a) {
+            "the length"
+        } else {
+            return Ok(());
+        };
+        Err(IoError::unaligned(
+            op, &self.path, offset, len as u64, what, a,
+        ))
+    }
+
+    /// The error for a read of `[offset, +len)` that hit EOF after `got` bytes.
+    pub(crate) fn past_eof_error(&self, offset: u64, len: usize) -> IoError {
+        let file_len = self.len().unwrap_or(0);
+        IoError::past_eof(&self.path, offset, len as u64, file_len)
+    }
+}
+
+impl AsRawFd for StdFile {
+    fn as_raw_fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+}
+
+impl AsFd for StdFile {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}
+
+impl PageFile for StdFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.check_aligned(Op::Read, buf.as_ptr(), buf.len(), offset)?;
+        let mut done = 0;
+        while done < buf.len() {
+            let Some(rest) = buf.get_mut(done..) else {
+                break;
+            };
+            match self.file.read_at(rest, offset + done as u64) {
+                Ok(0) => {
+                    rest.fill(0);
+                    return Err(self.past_eof_error(offset, buf.len()));
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(IoError::new(
+                        Op::Read,
+                        &self.path,
+                        offset,
+                        buf.len() as u64,
+                        e,
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        self.check_aligned(Op::Write, buf.as_ptr(), buf.len(), offset)?;
+        self.file
+            .write_all_at(buf, offset)
+            .map_err(|e| IoError::new(Op::Write, &self.path, offset, buf.len() as u64, e))
+    }
+
+    fn sync_data(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| IoError::new(Op::SyncData, &self.path, 0, 0, e))
+    }
+
+    fn sync_all(&self) -> Result<()> {
+        self.file
+            .sync_all()
+            .map_err(|e| IoError::new(Op::SyncAll, &self.path, 0, 0, e))
+    }
+
+    fn set_len(&self, len: u64) -> Result<()> {
+        self.file
+            .set_len(len)
+            .map_err(|e| IoError::new(Op::SetLen, &self.path, len, 0, e))
+    }
+
+    fn len(&self) -> Result<u64> {
+        self.file
+            .metadata()
+            .map(|m| m.len())
+            .map_err(|e| IoError::new(Op::Stat, &self.path, 0, 0, e))
+    }
+
+    fn allocated_bytes(&self) -> Result<u64> {
+        self.file
+            .metadata()
+            .map(|m| m.blocks() * 512)
+            .map_err(|e| IoError::new(Op::Stat, &self.path, 0, 0, e))
+    }
+
+    fn punch_hole(&self, offset: u64, len: u64) -> Result<PunchOutcome> {
+        self.holes
+            .punch(self.file.as_raw_fd(), &self.path, offset, len)
+    }
+
+    fn atomic_write_unit(&self) -> Option<u32> {
+        self.atomic_write_unit
+    }
+
+    fn alignment(&self) -> usize {
+        self.align
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn backend_name(&self) -> &'static str {
+        if self.is_direct() {
+            "std+direct"
+        } else {
+            "std"
+        }
+    }
+}

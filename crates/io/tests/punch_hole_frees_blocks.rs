@@ -1,0 +1,64 @@
+//! Hole punching on a real file must free blocks (page compression saves nothing otherwise),
+//! and a file system that refuses must degrade to `PunchOutcome::Unsupported` with the data
+//! untouched — never an error that would fail a page write.
+#![expect(
+    clippy::unwrap_used,
+    reason = "shared helpers called from #[test] fns; allow-unwrap-in-tests covers only the fns"
+)]
+
+use barracuda_io::{AlignedBuf, OpenOptions, PageFile, PunchOutcome, StdFile, UringFile};
+
+const MIB: usize = 1 << 20;
+
+fn check(f: &dyn PageFile) {
+    let mut data = AlignedBuf::zeroed(MIB);
+    for (i, b) in data.iter_mut().enumerate() {
+        *b = (i % 253 + 1) as u8;
+    }
+    f.write_at(&data, 0).unwrap();
+    f.sync_all().unwrap();
+    let before = f.allocated_bytes().unwrap();
+    eprintln!("{}: allocated before punch: {before}", f.backend_name());
+    let outcome = f.punch_hole(256 * 1024, 512 * 1024).unwrap();
+    let mut back = AlignedBuf::zeroed(MIB);
+    f.read_at(&mut back, 0).unwrap();
+    assert_eq!(f.len().unwrap(), MIB as u64);
+    match outcome {
+        PunchOutcome::Punched => {
+            let after = f.allocated_bytes().unwrap();
+            eprintln!(
+                "{}: punch supported; allocated after: {after}",
+                f.backend_name()
+            );
+            assert!(before >= MIB as u64, "1 MiB written is allocated: {before}");
+            assert!(after <= before - 512 * 1024, "{before} -> {after}");
+            assert!(back[256 * 1024..768 * 1024].iter().all(|&b| b == 0));
+            assert_eq!(back[..256 * 1024], data[..256 * 1024]);
+            assert_eq!(back[768 * 1024..], data[768 * 1024..]);
+        }
+        PunchOutcome::Unsupported => {
+            eprintln!(
+                "{}: THIS FILE SYSTEM REFUSES HOLE PUNCHING; checking the fallback path",
+                f.backend_name()
+            );
+            assert_eq!(back, data, "refused punch leaves data unchanged");
+            assert_eq!(f.punch_hole(0, 4096).unwrap(), PunchOutcome::Unsupported);
+        }
+    }
+}
+
+#[test]
+fn punch_hole_on_a_real_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = StdFile::open(dir.path().join("t.ibd"), &OpenOptions::new().create(true)).unwrap();
+    check(&f);
+}
+
+#[test]
+fn punch_hole_through_io_uring_file() {
+    let dir = tempfile::tempdir().unwrap();
+    match UringFile::open(dir.path().join("t.ibd"), &OpenOptions::new().create(true)) {
+        Ok(f) => check(&f),
+        Err(e) => eprintln!("!!!!! SKIPPED: io_uring refused by the kernel: {e} !!!!!"),
+    }
+}
