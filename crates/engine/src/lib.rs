@@ -1,1 +1,47 @@
-//! placeholder crate root, replaced by the issue that builds this crate.
+//! Barracuda: an embedded, ordered key-value storage engine organised like InnoDB.
+//!
+//! Each table is a B+tree clustered on its key, stored in its own tablespace file of fixed-size
+//! pages (`tables/<name>.ibd`); the catalog lives in `system.ibs`. Every page access goes through
+//! one buffer pool (LRU with midpoint insertion, flush list, switchable free-page policies,
+//! read-ahead), and every page change happens inside a mini-transaction.
+//!
+//! Durability in this version: committed data reaches disk at [`Engine::checkpoint`] and
+//! [`Engine::close`] (and when an `Engine` is dropped). The redo log that makes every commit
+//! durable is the next step; the mini-transaction seam it plugs into is already in place.
+//!
+//! ```
+//! use barracuda::{Engine, EngineOptions, FreePagePolicy, TableOptions};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let db = Engine::open(dir.path(), EngineOptions::default().buffer_pool_bytes(16 << 20))?;
+//! let t = db.create_table("docs", TableOptions::default())?;
+//! db.put(&t, b"apple", b"red")?;
+//! db.delete(&t, b"pear")?;
+//! assert_eq!(db.get(&t, b"apple")?, Some(b"red".to_vec()));
+//! db.set_free_page_policy(FreePagePolicy::Backoff); // like SET GLOBAL, while running
+//! println!("{}", db.status());
+//! db.close()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod alloc;
+mod catalog;
+mod engine;
+mod error;
+mod options;
+mod status;
+mod store;
+mod table;
+mod tablespace;
+mod txn;
+
+pub use barracuda_btree::TreeStats;
+pub use barracuda_buffer_pool::{FreePagePolicy, PoolStats};
+pub use barracuda_io::Backend as IoBackend;
+pub use barracuda_page::PageSize;
+pub use engine::Engine;
+pub use error::{Error, Result};
+pub use options::{Durability, EngineOptions, PageCompression, RowFormat, TableOptions};
+pub use status::{EngineStatus, TableStatus};
+pub use table::{Range, Table};
+pub use txn::Transaction;

@@ -42,24 +42,19 @@ impl fmt::Display for PageId {
 ///
 /// Default = 16 KiB. Allowed: 4, 8, 16, 32 and 64 KiB. Larger pages compress better under hole
 /// punching on 4 KiB file-system blocks; smaller ones waste less on random point reads.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord, Default)]
 pub enum PageSize {
     /// 4 KiB pages.
     K4,
     /// 8 KiB pages.
     K8,
     /// 16 KiB pages (the default, as InnoDB's).
+    #[default]
     K16,
     /// 32 KiB pages.
     K32,
     /// 64 KiB pages.
     K64,
-}
-
-impl Default for PageSize {
-    fn default() -> Self {
-        Self::K16
-    }
 }
 
 impl PageSize {

@@ -1,0 +1,103 @@
+//! Off-page values: chains of overflow pages (InnoDB: externally stored BLOB columns).
+
+use barracuda_page::{payload_capacity, FileHeader, OverflowPage, PageNo, PageType, FIL_NULL};
+
+use crate::error::{BTreeError, Result};
+use crate::mtr::Mtr;
+use crate::node::NodeMut;
+use crate::tree::BTree;
+
+/// Writes `value` to a new chain and returns its first page. Each page is written in its own
+/// mtr: the chain is unreachable until the leaf record that points to it commits, so a partly
+/// written chain is only ever leaked, never seen.
+pub(crate) fn write_chain(tree: &BTree, value: &[u8]) -> Result<PageNo> {
+    let page_size = tree.ctx.pool.page_size();
+    let capacity = payload_capacity(page_size);
+    let chunks: Vec<&[u8]> = value.chunks(capacity).collect();
+    let mut pages = Vec::with_capacity(chunks.len());
+    let mut near = None;
+    for _ in &chunks {
+        let page = tree.ctx.alloc.allocate(tree.space, near)?;
+        near = Some(page);
+        pages.push(page);
+    }
+    for (i, chunk) in chunks.iter().enumerate() {
+        let (Some(&page_no), next) = (pages.get(i), pages.get(i + 1).copied()) else {
+            continue;
+        };
+        let id = tree.page_id(page_no);
+        let mut guard = tree.ctx.pool.create(id)?;
+        guard.fill(0);
+        FileHeader::new(id, PageType::Overflow).write(&mut guard);
+        OverflowPage::write(&mut guard, page_size, chunk, next.unwrap_or(FIL_NULL))
+            .map_err(|source| BTreeError::Page { page: id, source })?;
+        let mut mtr = Mtr::new(tree.ctx.log.as_ref());
+        mtr.changed(guard);
+        mtr.commit()?;
+    }
+    pages.first().copied().ok_or_else(|| BTreeError::Allocation {
+        space: tree.space,
+        what: "an overflow chain needs at least one page".into(),
+    })
+}
+
+/// Reads a chain of `total_len` bytes starting at `first`, checking every link.
+pub(crate) fn read_chain(tree: &BTree, first: PageNo, total_len: u64) -> Result<Vec<u8>> {
+    let page_size = tree.ctx.pool.page_size();
+    let capacity = payload_capacity(page_size) as u64;
+    let max_pages = total_len.div_ceil(capacity).max(1);
+    let mut out = Vec::with_capacity(usize::try_from(total_len).unwrap_or(0));
+    let mut page_no = first;
+    let mut pages = 0u64;
+    while page_no != FIL_NULL {
+        pages += 1;
+        let id = tree.page_id(page_no);
+        if pages > max_pages {
+            return Err(BTreeError::corrupt(id, "overflow chain longer than its value"));
+        }
+        let guard = tree.ctx.pool.get_shared(id)?;
+        let page = OverflowPage::read(&guard, page_size)
+            .map_err(|source| BTreeError::Page { page: id, source })?;
+        out.extend_from_slice(page.payload);
+        page_no = page.next;
+    }
+    if out.len() as u64 != total_len {
+        return Err(BTreeError::corrupt(
+            tree.page_id(first),
+            format!("overflow chain holds {} bytes, the record says {total_len}", out.len()),
+        ));
+    }
+    Ok(out)
+}
+
+/// Frees every page of the chain starting at `first`.
+pub(crate) fn free_chain(tree: &BTree, first: PageNo) -> Result<()> {
+    let page_size = tree.ctx.pool.page_size();
+    let mut page_no = first;
+    let mut freed = 0u64;
+    while page_no != FIL_NULL {
+        let id = tree.page_id(page_no);
+        freed += 1;
+        if freed > u64::from(u32::MAX) {
+            return Err(BTreeError::corrupt(id, "overflow chain does not end"));
+        }
+        let mut guard = tree.ctx.pool.get_exclusive(id)?;
+        let next = OverflowPage::read(&guard, page_size)
+            .map_err(|source| BTreeError::Page { page: id, source })?
+            .next;
+        NodeMut::mark_free(&mut guard, id);
+        let mut mtr = Mtr::new(tree.ctx.log.as_ref());
+        mtr.changed(guard);
+        mtr.commit()?;
+        tree.ctx.alloc.free(id)?;
+        page_no = next;
+    }
+    Ok(())
+}
+
+/// Number of pages in the chain starting at `first` (for `check`).
+pub(crate) fn chain_pages(tree: &BTree, first: PageNo, total_len: u64) -> Result<u64> {
+    let value = read_chain(tree, first, total_len)?;
+    let capacity = payload_capacity(tree.ctx.pool.page_size()) as u64;
+    Ok((value.len() as u64).div_ceil(capacity).max(1))
+}

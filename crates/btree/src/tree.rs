@@ -1,0 +1,198 @@
+//! The tree handle, its context and the read path.
+
+use std::sync::Arc;
+
+use barracuda_buffer_pool::{BufferPool, SharedGuard};
+use barracuda_page::{PageId, PageNo, SpaceId};
+
+use crate::alloc::PageAllocator;
+use crate::error::{BTreeError, Result};
+use crate::mtr::{LogSink, Mtr};
+use crate::node::{self, Node, NodeMut, Value};
+use crate::overflow;
+
+/// What every tree of an engine shares: the pool, the page allocator and the log.
+#[derive(Clone)]
+pub struct TreeContext {
+    pub(crate) pool: Arc<BufferPool>,
+    pub(crate) alloc: Arc<dyn PageAllocator>,
+    pub(crate) log: Arc<dyn LogSink>,
+}
+
+impl TreeContext {
+    /// Bundles the services a tree needs.
+    pub fn new(pool: Arc<BufferPool>, alloc: Arc<dyn PageAllocator>, log: Arc<dyn LogSink>) -> Self {
+        Self { pool, alloc, log }
+    }
+
+    /// The buffer pool.
+    pub fn pool(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
+}
+
+impl std::fmt::Debug for TreeContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TreeContext").field("page_size", &self.pool.page_size()).finish_non_exhaustive()
+    }
+}
+
+/// A B+tree rooted at a fixed page of one tablespace. Cheap to clone; `Send + Sync`.
+#[derive(Clone, Debug)]
+pub struct BTree {
+    pub(crate) ctx: TreeContext,
+    pub(crate) space: SpaceId,
+    pub(crate) root: PageNo,
+    pub(crate) index_id: u64,
+}
+
+/// Which leaf a descent looks for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Target<'k> {
+    /// The leaf that holds `key` if it exists (and the first key `>= key` otherwise).
+    AtLeast(&'k [u8]),
+    /// The leaf that holds the largest key `< key`.
+    Below(&'k [u8]),
+    /// The leaf that holds the largest key of the tree.
+    Last,
+}
+
+/// A shared-latched leaf found by a descent, with the fences of its subtree.
+pub(crate) struct LeafAt<'a> {
+    pub(crate) guard: SharedGuard<'a>,
+    /// Every key in the leaf is `< upper` (the next separator on the way down), if any.
+    pub(crate) upper: Option<Vec<u8>>,
+    /// Every key in the leaf is `>= lower` (the separator that routed to it), if any.
+    pub(crate) lower: Option<Vec<u8>>,
+}
+
+impl BTree {
+    /// Creates an empty tree with a freshly allocated root in `space`.
+    pub fn create(ctx: TreeContext, space: SpaceId, index_id: u64) -> Result<Self> {
+        let root = ctx.alloc.allocate(space, None)?;
+        let tree = Self { ctx, space, root, index_id };
+        let mut mtr = Mtr::new(tree.ctx.log.as_ref());
+        let mut guard = tree.ctx.pool.create(tree.page_id(root))?;
+        NodeMut::init(&mut guard, tree.page_id(root), 0, index_id, None, None, tree.ctx.pool.page_size())?;
+        mtr.changed(guard);
+        mtr.commit()?;
+        Ok(tree)
+    }
+
+    /// Opens the tree whose root is `root` in `space`.
+    pub fn open(ctx: TreeContext, space: SpaceId, root: PageNo, index_id: u64) -> Self {
+        Self { ctx, space, root, index_id }
+    }
+
+    /// The tablespace of the tree.
+    pub fn space(&self) -> SpaceId {
+        self.space
+    }
+
+    /// The root page number (fixed for the tree's life).
+    pub fn root(&self) -> PageNo {
+        self.root
+    }
+
+    /// The index id stored in every page of the tree.
+    pub fn index_id(&self) -> u64 {
+        self.index_id
+    }
+
+    /// The context (pool, allocator, log) the tree works with.
+    pub fn context(&self) -> &TreeContext {
+        &self.ctx
+    }
+
+    pub(crate) fn page_id(&self, page_no: PageNo) -> PageId {
+        PageId::new(self.space, page_no)
+    }
+
+    pub(crate) fn check_key(&self, key: &[u8]) -> Result<()> {
+        let max = max_key(self);
+        if key.len() > max {
+            return Err(BTreeError::KeyTooLong { len: key.len(), max });
+        }
+        Ok(())
+    }
+
+    /// The value stored under `key`, if any.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if key.len() > max_key(self) {
+            return Ok(None);
+        }
+        let leaf = self.descend_shared(Target::AtLeast(key))?;
+        let id = leaf.guard.page_id();
+        let node = Node::open(&leaf.guard, id, self)?;
+        match node.search(key) {
+            Ok(pos) => Ok(Some(self.read_value(id, node.value(pos)?)?)),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Whether `key` is present, without reading its value.
+    pub fn contains(&self, key: &[u8]) -> Result<bool> {
+        if key.len() > max_key(self) {
+            return Ok(false);
+        }
+        let leaf = self.descend_shared(Target::AtLeast(key))?;
+        let node = Node::open(&leaf.guard, leaf.guard.page_id(), self)?;
+        Ok(node.search(key).is_ok())
+    }
+
+    /// Materialises a leaf value, following its overflow chain if it has one.
+    pub(crate) fn read_value(&self, leaf: PageId, value: Value<'_>) -> Result<Vec<u8>> {
+        match value {
+            Value::Inline(bytes) => Ok(bytes.to_vec()),
+            Value::Overflow { total_len, first_page } => {
+                overflow::read_chain(self, first_page, total_len)
+            }
+            Value::Child(_) => Err(BTreeError::corrupt(leaf, "child pointer in a leaf")),
+        }
+    }
+
+    /// Descends with shared latches (coupled parent → child) to the leaf for `target`.
+    pub(crate) fn descend_shared(&self, target: Target<'_>) -> Result<LeafAt<'_>> {
+        let mut guard = self.ctx.pool.get_shared(self.page_id(self.root))?;
+        let mut upper: Option<Vec<u8>> = None;
+        let mut lower: Option<Vec<u8>> = None;
+        let mut expected_level: Option<u16> = None;
+        loop {
+            let id = guard.page_id();
+            let node = Node::open(&guard, id, self)?;
+            if let Some(level) = expected_level {
+                if node.level() != level {
+                    return Err(BTreeError::corrupt(
+                        id,
+                        format!("expected level {level}, found {}", node.level()),
+                    ));
+                }
+            }
+            if node.level() == 0 {
+                return Ok(LeafAt { guard, upper, lower });
+            }
+            let idx = node.route(target)?;
+            if idx + 1 < node.len() {
+                upper = Some(node.key(idx + 1)?.to_vec());
+            }
+            if idx > 0 {
+                lower = Some(node.key(idx)?.to_vec());
+            }
+            let child = node.child(idx)?;
+            expected_level = Some(node.level() - 1);
+            // Latch coupling: the child is latched before the parent is released.
+            let child_guard = self.ctx.pool.get_shared(self.page_id(child))?;
+            guard = child_guard;
+        }
+    }
+
+    /// Verifies the whole tree (order, levels, sibling links, overflow chains) and returns its
+    /// shape. Used by tests and by `barracuda check`.
+    pub fn check(&self) -> Result<crate::check::TreeStats> {
+        crate::check::check_tree(self)
+    }
+}
+
+fn max_key(tree: &BTree) -> usize {
+    node::max_key_len(tree.ctx.pool.page_size())
+}

@@ -1,0 +1,143 @@
+//! Frame descriptors: what a frame holds and who uses it (InnoDB: `buf_page_t`).
+//!
+//! Fields are atomics so that hits read them without a pool-wide lock. Which lock orders which
+//! write is stated per field.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::SeqCst};
+
+use barracuda_page::{Lsn, PageId};
+
+/// Life cycle of a frame.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub(crate) enum State {
+    /// On the free list or owned by the thread that just took it.
+    Free = 0,
+    /// In the page hash and the LRU; its reader holds the X latch until the bytes are in.
+    /// InnoDB: io-fixed `BUF_IO_READ`.
+    ReadPending = 1,
+    /// Holds a valid page, in the page hash and the LRU.
+    Valid = 2,
+    /// In the LRU but no longer in the page hash (read failed, or its space was discarded): the
+    /// next LRU scan returns it to the free list once unpinned.
+    Stale = 3,
+}
+
+/// Per-frame metadata.
+pub(crate) struct Descriptor {
+    /// Packed [`PageId`]; written only by the thread owning a `Free` frame.
+    page_id: AtomicU64,
+    state: AtomicU8,
+    /// Pin (buffer-fix) count. Taken under the page-hash shard lock (lookups), the LRU mutex
+    /// (LRU flushes) or the flush-list mutex (flush-list flushes); a pinned frame is never evicted.
+    pin: AtomicU32,
+    /// Dirty flag, written under the flush-list mutex.
+    pub(crate) dirty: AtomicBool,
+    /// LSN of the first change since the page was last written (InnoDB: `oldest_modification`).
+    pub(crate) oldest_lsn: AtomicU64,
+    /// LSN of the newest change (InnoDB: `newest_modification`).
+    pub(crate) newest_lsn: AtomicU64,
+    /// Pool-wide dirty epoch at the page's last clean → dirty transition.
+    pub(crate) dirty_epoch: AtomicU64,
+    /// Bumped at every `mark_dirty`, so a flusher can tell whether the page changed meanwhile.
+    pub(crate) modify_count: AtomicU64,
+    /// A write of this frame is in progress (InnoDB: io-fixed `BUF_IO_WRITE`).
+    pub(crate) flushing: AtomicBool,
+    /// Milliseconds since the pool's epoch (+1) of the first access; 0 = never accessed.
+    /// InnoDB: `buf_page_t::access_time`.
+    pub(crate) first_access_ms: AtomicU64,
+    /// Pool-wide freed-page clock when the page was last put at the LRU head.
+    pub(crate) freed_page_clock: AtomicU64,
+    /// Brought in by read-ahead and not accessed since.
+    pub(crate) read_ahead: AtomicBool,
+}
+
+impl Descriptor {
+    pub(crate) fn new() -> Self {
+        Self {
+            page_id: AtomicU64::new(0),
+            state: AtomicU8::new(State::Free as u8),
+            pin: AtomicU32::new(0),
+            dirty: AtomicBool::new(false),
+            oldest_lsn: AtomicU64::new(0),
+            newest_lsn: AtomicU64::new(0),
+            dirty_epoch: AtomicU64::new(0),
+            modify_count: AtomicU64::new(0),
+            flushing: AtomicBool::new(false),
+            first_access_ms: AtomicU64::new(0),
+            freed_page_clock: AtomicU64::new(0),
+            read_ahead: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn page_id(&self) -> PageId {
+        let v = self.page_id.load(SeqCst);
+        PageId::new((v >> 32) as u32, v as u32)
+    }
+
+    pub(crate) fn state(&self) -> State {
+        match self.state.load(SeqCst) {
+            1 => State::ReadPending,
+            2 => State::Valid,
+            3 => State::Stale,
+            _ => State::Free,
+        }
+    }
+
+    pub(crate) fn set_state(&self, state: State) {
+        self.state.store(state as u8, SeqCst);
+    }
+
+    /// Moves `from` → `to`; false if the state was not `from`.
+    pub(crate) fn transition(&self, from: State, to: State) -> bool {
+        self.state
+            .compare_exchange(from as u8, to as u8, SeqCst, SeqCst)
+            .is_ok()
+    }
+
+    pub(crate) fn pins(&self) -> u32 {
+        self.pin.load(SeqCst)
+    }
+
+    pub(crate) fn pin(&self) {
+        self.pin.fetch_add(1, SeqCst);
+    }
+
+    pub(crate) fn unpin(&self) {
+        self.pin.fetch_sub(1, SeqCst);
+    }
+
+    pub(crate) fn is_dirty(&self) -> bool {
+        self.dirty.load(SeqCst)
+    }
+
+    /// Prepares a frame taken from the free list to hold `id`, pinned once by the caller.
+    pub(crate) fn init_for(&self, id: PageId, state: State) {
+        self.page_id.store(
+            (u64::from(id.space_id) << 32) | u64::from(id.page_no),
+            SeqCst,
+        );
+        self.dirty.store(false, SeqCst);
+        self.oldest_lsn.store(0, SeqCst);
+        self.newest_lsn.store(0, SeqCst);
+        self.flushing.store(false, SeqCst);
+        self.first_access_ms.store(0, SeqCst);
+        self.freed_page_clock.store(0, SeqCst);
+        self.read_ahead.store(false, SeqCst);
+        self.pin.store(1, SeqCst);
+        self.set_state(state);
+    }
+
+    /// Returns the frame to the `Free` state (caller holds the LRU mutex or owns the frame).
+    pub(crate) fn reset(&self) {
+        self.set_state(State::Free);
+        self.dirty.store(false, SeqCst);
+        self.read_ahead.store(false, SeqCst);
+        self.first_access_ms.store(0, SeqCst);
+    }
+
+    /// The newest modification LSN.
+    pub(crate) fn newest(&self) -> Lsn {
+        self.newest_lsn.load(SeqCst)
+    }
+}

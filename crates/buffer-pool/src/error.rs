@@ -1,0 +1,85 @@
+//! Errors: the store's boxed error and the pool's own [`PoolError`].
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::time::Duration;
+
+use barracuda_page::PageId;
+
+/// An error from the [`PageStore`](crate::PageStore): the store's own error, boxed, with the page
+/// it concerns when there is one (a batch write may fail as a whole).
+#[derive(Debug)]
+pub struct StoreError {
+    page_id: Option<PageId>,
+    source: Box<dyn StdError + Send + Sync>,
+}
+
+impl StoreError {
+    /// An error about page `page_id`.
+    pub fn new(page_id: PageId, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        Self {
+            page_id: Some(page_id),
+            source: source.into(),
+        }
+    }
+
+    /// An error that concerns no single page (for example a failed batch write).
+    pub fn without_page(source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        Self {
+            page_id: None,
+            source: source.into(),
+        }
+    }
+
+    /// The page the error concerns, if any.
+    pub fn page_id(&self) -> Option<PageId> {
+        self.page_id
+    }
+
+    /// The store's own error.
+    pub fn inner(&self) -> &(dyn StdError + Send + Sync + 'static) {
+        &*self.source
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.page_id {
+            Some(id) => write!(f, "page store error on {id}: {}", self.source),
+            None => write!(f, "page store error: {}", self.source),
+        }
+    }
+}
+
+impl StdError for StoreError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&*self.source)
+    }
+}
+
+/// Errors of the buffer pool.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// Every frame is pinned (or latched / being read): no victim can be found to hold a new page.
+    /// Returned after a bounded wait ([`PoolConfig::all_pinned_timeout`](crate::PoolConfig::all_pinned_timeout))
+    /// instead of hanging. InnoDB would loop forever printing "Difficult to find free blocks in
+    /// the buffer pool"; the caller should release guards or use a larger pool.
+    #[error(
+        "all {capacity_pages} buffer pool frames are pinned: no victim found after {waited:?}"
+    )]
+    AllPagesPinned {
+        /// Size of the pool in pages.
+        capacity_pages: usize,
+        /// How long the request waited before giving up.
+        waited: Duration,
+    },
+    /// The page store failed to read or write a page.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The [`PoolConfig`](crate::PoolConfig) cannot be used.
+    #[error("invalid buffer pool configuration: {0}")]
+    InvalidConfig(String),
+    /// A background thread could not be started.
+    #[error("cannot start buffer pool thread: {0}")]
+    Thread(#[source] std::io::Error),
+}

@@ -1,0 +1,296 @@
+//! Writing dirty pages: flush-list batches (checkpoints, page cleaner), LRU batches (the LRU
+//! manager) and single-page flushes (user threads under Legacy / Eager).
+//!
+//! Every write follows the same steps (InnoDB: `buf_flush_page` → `buf_flush_write_block_low`):
+//! claim the frame (pin + `flushing` flag, so it is neither evicted nor written twice), S-latch
+//! it (readers continue; a writer holding the X latch makes user-thread flushes skip the page),
+//! `flush_log_up_to(newest LSN)` (the WAL rule), `write_pages`, then mark it clean unless it
+//! changed meanwhile.
+
+use std::sync::atomic::Ordering::SeqCst;
+use std::time::Duration;
+
+use barracuda_page::PageId;
+
+use crate::descriptor::State;
+use crate::inner::{Evictor, Inner};
+use crate::lru::NIL;
+use crate::stats::{add, inc};
+use crate::PoolError;
+
+/// Which path writes a page (for the counters).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum FlushKind {
+    /// LRU batch by the LRU manager (InnoDB `BUF_FLUSH_LRU`).
+    Lru,
+    /// Flush-list batch (InnoDB `BUF_FLUSH_LIST`).
+    FlushList,
+    /// Single-page flush in a user thread (InnoDB `BUF_FLUSH_SINGLE_PAGE`).
+    SinglePage,
+}
+
+/// Frames claimed for writing; dropping it unpins them and clears their `flushing` flag.
+pub(crate) struct Claimed<'a> {
+    inner: &'a Inner,
+    frames: Vec<u32>,
+}
+
+impl<'a> Claimed<'a> {
+    pub(crate) fn new(inner: &'a Inner) -> Self {
+        Self {
+            inner,
+            frames: Vec::new(),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.frames.len()
+    }
+}
+
+impl Drop for Claimed<'_> {
+    fn drop(&mut self) {
+        for &f in &self.frames {
+            let d = &self.inner.frames[f as usize].desc;
+            d.flushing.store(false, SeqCst);
+            d.unpin();
+        }
+    }
+}
+
+/// Pages taken per flush-list batch round by `flush_all`.
+const FLUSH_ALL_CHUNK: usize = 128;
+/// Largest number of dirty pages an LRU batch writes in one `write_pages` call.
+const LRU_WRITE_BATCH: usize = 64;
+
+impl Inner {
+    /// Claims `f` for writing if it is a valid dirty page nobody is writing. The caller holds
+    /// the LRU or the flush-list mutex, which keeps evictors away while the pin is taken.
+    pub(crate) fn claim_for_flush(&self, claimed: &mut Claimed<'_>, f: u32) -> bool {
+        let d = &self.frames[f as usize].desc;
+        if d.state() != State::Valid || !d.is_dirty() {
+            return false;
+        }
+        if d.flushing
+            .compare_exchange(false, true, SeqCst, SeqCst)
+            .is_err()
+        {
+            return false;
+        }
+        d.pin();
+        claimed.frames.push(f);
+        true
+    }
+
+    /// Writes the claimed frames; returns how many were written. `wait_latch`: block for the S
+    /// latch (page cleaner) instead of skipping X-latched pages (user threads, LRU manager).
+    pub(crate) fn write_claimed(
+        &self,
+        claimed: Claimed<'_>,
+        kind: FlushKind,
+        wait_latch: bool,
+    ) -> Result<usize, PoolError> {
+        let mut latched = Vec::with_capacity(claimed.len());
+        for &f in &claimed.frames {
+            let frame = &self.frames[f as usize];
+            let guard = if wait_latch {
+                Some(frame.latch.read())
+            } else {
+                frame.latch.try_read()
+            };
+            let Some(guard) = guard else { continue };
+            let d = &frame.desc;
+            if d.state() != State::Valid || !d.is_dirty() {
+                continue;
+            }
+            latched.push((f, d.page_id(), d.modify_count.load(SeqCst), guard));
+        }
+        if latched.is_empty() {
+            return Ok(0);
+        }
+        let newest = latched
+            .iter()
+            .map(|(f, ..)| self.frames[*f as usize].desc.newest())
+            .max()
+            .unwrap_or(0);
+        self.store.flush_log_up_to(newest)?;
+        {
+            let pages: Vec<(PageId, &[u8])> = latched
+                .iter()
+                .map(|(_, id, _, guard)| (*id, &guard[..]))
+                .collect();
+            self.store.write_pages(&pages)?;
+        }
+        {
+            let mut fl = self.flush_list.lock();
+            for (f, _, modify_count, _) in &latched {
+                // Under the S latch nobody can have changed the page, but say what we rely on.
+                if self.frames[*f as usize].desc.modify_count.load(SeqCst) == *modify_count {
+                    self.mark_clean_locked(&mut fl, *f);
+                }
+            }
+        }
+        let n = latched.len();
+        let counter = match kind {
+            FlushKind::Lru => &self.counters.pages_written_lru,
+            FlushKind::FlushList => &self.counters.pages_written_flush_list,
+            FlushKind::SinglePage => &self.counters.pages_written_single_page,
+        };
+        add(counter, n as u64);
+        drop(latched);
+        drop(claimed);
+        Ok(n)
+    }
+
+    /// Writes up to `max_pages` dirty pages, oldest modification first. InnoDB:
+    /// `buf_flush_do_batch(BUF_FLUSH_LIST)` from the page cleaner.
+    pub(crate) fn flush_list_batch(&self, max_pages: usize) -> Result<usize, PoolError> {
+        let mut claimed = Claimed::new(self);
+        {
+            let fl = self.flush_list.lock();
+            for (_, f) in fl.iter() {
+                if claimed.len() >= max_pages {
+                    break;
+                }
+                self.claim_for_flush(&mut claimed, f);
+            }
+        }
+        self.write_claimed(claimed, FlushKind::FlushList, true)
+    }
+
+    /// Writes every page that is dirty when the call starts (pages dirtied later may stay
+    /// dirty). InnoDB: `buf_flush_sync_all_buf_pools`.
+    pub(crate) fn flush_all(&self) -> Result<(), PoolError> {
+        let snapshot: Vec<(u32, u64)> = {
+            let fl = self.flush_list.lock();
+            fl.iter()
+                .map(|(_, f)| (f, self.frames[f as usize].desc.dirty_epoch.load(SeqCst)))
+                .collect()
+        };
+        for chunk in snapshot.chunks(FLUSH_ALL_CHUNK) {
+            let mut todo: Vec<(u32, u64)> = chunk.to_vec();
+            while !todo.is_empty() {
+                let mut claimed = Claimed::new(self);
+                let mut busy = Vec::new();
+                {
+                    let _fl = self.flush_list.lock();
+                    for &(f, epoch) in &todo {
+                        let d = &self.frames[f as usize].desc;
+                        if !d.is_dirty() || d.dirty_epoch.load(SeqCst) != epoch {
+                            continue; // written (and maybe re-dirtied) since the snapshot
+                        }
+                        if !self.claim_for_flush(&mut claimed, f) && d.state() == State::Valid {
+                            busy.push((f, epoch)); // another thread is writing it
+                        }
+                    }
+                }
+                self.write_claimed(claimed, FlushKind::FlushList, true)?;
+                todo = busy;
+                if !todo.is_empty() {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One LRU batch: scans up to `max_pages` pages from the LRU tail, evicting clean pages to
+    /// the free list and writing dirty ones (then evicting them), while the free list is shorter
+    /// than `target_free` and the LRU longer than its minimum. Returns pages freed or written.
+    /// InnoDB: `buf_flush_LRU_list_batch`.
+    pub(crate) fn lru_batch(
+        &self,
+        max_pages: usize,
+        target_free: usize,
+    ) -> Result<usize, PoolError> {
+        let mut claimed = Claimed::new(self);
+        let mut handled = 0usize;
+        {
+            let mut lists = self.lists.lock();
+            inc(&self.counters.lru_scans);
+            let mut cur = lists.lru.tail();
+            let mut scanned = 0usize;
+            let len = lists.lru.len();
+            while cur != NIL
+                && handled < max_pages
+                && scanned < len
+                && lists.free.len() + claimed.len() < target_free
+                && lists.lru.len() > lists.lru.min_len()
+            {
+                scanned += 1;
+                let prev = lists.lru.prev(cur);
+                if self.try_evict_locked(&mut lists, cur, Evictor::Manager) {
+                    lists.free.push(cur, &self.free_len);
+                    handled += 1;
+                } else if claimed.len() < LRU_WRITE_BATCH && self.claim_for_flush(&mut claimed, cur)
+                {
+                    handled += 1;
+                }
+                cur = prev;
+            }
+            add(&self.counters.lru_pages_scanned, scanned as u64);
+        }
+        if claimed.len() > 0 {
+            let ids: Vec<(u32, PageId)> = claimed
+                .frames
+                .iter()
+                .map(|&f| (f, self.frames[f as usize].desc.page_id()))
+                .collect();
+            self.write_claimed(claimed, FlushKind::Lru, false)?;
+            let mut lists = self.lists.lock();
+            for (f, id) in ids {
+                if lists.lru.contains(f)
+                    && self.frames[f as usize].desc.page_id() == id
+                    && self.try_evict_locked(&mut lists, f, Evictor::Manager)
+                {
+                    lists.free.push(f, &self.free_len);
+                }
+            }
+        }
+        self.try_lru_scan.store(true, SeqCst);
+        Ok(handled)
+    }
+
+    /// Frees one frame from the LRU tail in the calling thread: evicts the first clean unpinned
+    /// page, or writes the first dirty one and evicts it. The frame goes to the caller.
+    /// InnoDB: `buf_flush_single_page_from_LRU`.
+    pub(crate) fn single_page_flush(&self) -> Result<Option<u32>, PoolError> {
+        let mut claimed = Claimed::new(self);
+        {
+            let mut lists = self.lists.lock();
+            inc(&self.counters.lru_scans);
+            let mut cur = lists.lru.tail();
+            let mut scanned = 0u64;
+            while cur != NIL {
+                scanned += 1;
+                let prev = lists.lru.prev(cur);
+                if self.try_evict_locked(&mut lists, cur, Evictor::User) {
+                    add(&self.counters.lru_pages_scanned, scanned);
+                    return Ok(Some(cur));
+                }
+                if self.claim_for_flush(&mut claimed, cur) {
+                    break;
+                }
+                cur = prev;
+            }
+            add(&self.counters.lru_pages_scanned, scanned);
+        }
+        let Some(&f) = claimed.frames.first() else {
+            inc(&self.counters.single_page_flush_failures);
+            return Ok(None);
+        };
+        let id = self.frames[f as usize].desc.page_id();
+        if self.write_claimed(claimed, FlushKind::SinglePage, false)? == 0 {
+            inc(&self.counters.single_page_flush_failures);
+            return Ok(None);
+        }
+        let mut lists = self.lists.lock();
+        if lists.lru.contains(f)
+            && self.frames[f as usize].desc.page_id() == id
+            && self.try_evict_locked(&mut lists, f, Evictor::User)
+        {
+            return Ok(Some(f));
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,565 @@
+//! The pool's shared state and its core operations: page lookup, miss handling, creation,
+//! access bookkeeping (make young), eviction and discarding.
+//!
+//! Lock order (never acquired the other way round):
+//! `lists` (LRU + free list) → page-hash shard → `flush_list`.
+//! A page latch is only taken while holding a pin; a thread holding a pool mutex never *waits*
+//! for a page latch (it uses `try_*`), so latch holders can always make progress.
+
+use std::sync::atomic::{
+    AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
+    Ordering::{Relaxed, SeqCst},
+};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use barracuda_page::{Lsn, PageId, PageSize, SpaceId};
+use parking_lot::Mutex;
+
+use crate::config::{effective_scan_depth, old_ratio_of_pct};
+use crate::descriptor::State;
+use crate::flush_list::FlushList;
+use crate::frame::Frame;
+use crate::free_list::FreeList;
+use crate::guard::{ExclusiveGuard, Pin, SharedGuard};
+use crate::lru::{Lru, NIL, OLD_RATIO_DIV};
+use crate::manager::ManagerSignal;
+use crate::page_hash::{remove_locked, PageHash};
+use crate::read_ahead::ReadAheadQueue;
+use crate::stats::{inc, Counters, WaitHistogram};
+use crate::{FreePagePolicy, PageStore, PoolConfig, PoolError};
+
+/// The LRU list and the free list, under one mutex (InnoDB 5.6: `buf_pool->mutex`; Percona
+/// splits it into `LRU_list_mutex` and `free_list_mutex`).
+pub(crate) struct Lists {
+    pub(crate) lru: Lru,
+    pub(crate) free: FreeList,
+    /// Evictions so far (InnoDB: `buf_pool->freed_page_clock`).
+    pub(crate) freed_page_clock: u64,
+}
+
+/// Who evicts a page (for the counters).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Evictor {
+    User,
+    Manager,
+}
+
+/// Shared state of a buffer pool; the public [`BufferPool`](crate::BufferPool) and the background
+/// threads each hold an `Arc` of it.
+pub(crate) struct Inner {
+    pub(crate) page_size: PageSize,
+    pub(crate) capacity: usize,
+    pub(crate) frames: Box<[Frame]>,
+    pub(crate) hash: PageHash,
+    pub(crate) lists: Mutex<Lists>,
+    /// The LRU's old flags, readable without `lists`.
+    pub(crate) old_flags: Arc<[AtomicBool]>,
+    /// Mirror of the free list length.
+    pub(crate) free_len: AtomicUsize,
+    /// Mirror of `Lists::freed_page_clock`.
+    pub(crate) freed_page_clock: AtomicU64,
+    pub(crate) flush_list: Mutex<FlushList>,
+    /// Bumped at every clean → dirty transition (under `flush_list`); `flush_all` uses it to
+    /// flush exactly the pages dirty when it started.
+    pub(crate) dirty_epoch: AtomicU64,
+    pub(crate) store: Arc<dyn PageStore>,
+    policy: AtomicU8,
+    lru_scan_depth: AtomicUsize,
+    pub(crate) old_ratio: AtomicU32,
+    old_blocks_time_ms: AtomicU64,
+    /// Linear read-ahead threshold (of 64), `u32::MAX` = off.
+    pub(crate) ra_linear: AtomicU32,
+    pub(crate) ra_random: AtomicBool,
+    pub(crate) all_pinned_timeout: Duration,
+    /// InnoDB `buf_pool->try_LRU_scan`: cleared when a user thread's first 100-page scan failed,
+    /// set again after an LRU batch.
+    pub(crate) try_lru_scan: AtomicBool,
+    pub(crate) counters: Counters,
+    pub(crate) wait_hist: WaitHistogram,
+    epoch: Instant,
+    pub(crate) shutdown: AtomicBool,
+    pub(crate) manager: ManagerSignal,
+    pub(crate) manager_running: AtomicBool,
+    /// Frames taken from the free list or by direct eviction (Eager's consumption rate).
+    pub(crate) frames_taken: AtomicU64,
+    /// Eager: wake the manager when the free list is shorter than this.
+    pub(crate) eager_low_watermark: AtomicUsize,
+    pub(crate) read_ahead: ReadAheadQueue,
+}
+
+impl Inner {
+    pub(crate) fn new(config: PoolConfig, store: Arc<dyn PageStore>) -> Result<Self, PoolError> {
+        let capacity = config.capacity_pages;
+        if capacity < crate::config::MIN_CAPACITY_PAGES {
+            return Err(PoolError::InvalidConfig(format!(
+                "capacity of {capacity} pages is below the minimum of {}",
+                crate::config::MIN_CAPACITY_PAGES
+            )));
+        }
+        if capacity >= NIL as usize {
+            return Err(PoolError::InvalidConfig(format!(
+                "capacity of {capacity} pages is too large"
+            )));
+        }
+        let old_ratio = old_ratio_of_pct(config.old_blocks_pct);
+        let lru = Lru::new(capacity, old_ratio);
+        let old_flags = lru.old_flags();
+        let frames: Box<[Frame]> = (0..capacity)
+            .map(|_| Frame::new(config.page_size))
+            .collect();
+        let depth = effective_scan_depth(config.lru_scan_depth, capacity);
+        Ok(Self {
+            page_size: config.page_size,
+            capacity,
+            frames,
+            hash: PageHash::new(config.page_hash_shards, capacity),
+            lists: Mutex::new(Lists {
+                lru,
+                free: FreeList::full(capacity),
+                freed_page_clock: 0,
+            }),
+            old_flags,
+            free_len: AtomicUsize::new(capacity),
+            freed_page_clock: AtomicU64::new(0),
+            flush_list: Mutex::new(FlushList::default()),
+            dirty_epoch: AtomicU64::new(0),
+            store,
+            policy: AtomicU8::new(config.policy.to_u8()),
+            lru_scan_depth: AtomicUsize::new(config.lru_scan_depth),
+            old_ratio: AtomicU32::new(old_ratio),
+            old_blocks_time_ms: AtomicU64::new(duration_ms(config.old_blocks_time)),
+            ra_linear: AtomicU32::new(
+                config
+                    .read_ahead
+                    .linear_threshold
+                    .map_or(u32::MAX, |t| t.min(64)),
+            ),
+            ra_random: AtomicBool::new(config.read_ahead.random),
+            all_pinned_timeout: config.all_pinned_timeout,
+            try_lru_scan: AtomicBool::new(true),
+            counters: Counters::default(),
+            wait_hist: WaitHistogram::new(),
+            epoch: Instant::now(),
+            shutdown: AtomicBool::new(false),
+            manager: ManagerSignal::new(),
+            manager_running: AtomicBool::new(false),
+            frames_taken: AtomicU64::new(0),
+            eager_low_watermark: AtomicUsize::new((depth / 16).max(1)),
+            read_ahead: ReadAheadQueue::new(),
+        })
+    }
+
+    // ---- tunables -------------------------------------------------------------------------
+
+    pub(crate) fn policy(&self) -> FreePagePolicy {
+        FreePagePolicy::from_u8(self.policy.load(Relaxed))
+    }
+
+    pub(crate) fn set_policy(&self, policy: FreePagePolicy) {
+        if self.policy.swap(policy.to_u8(), SeqCst) != policy.to_u8() {
+            self.manager.policy_changed();
+        }
+    }
+
+    /// The LRU scan depth in use (see [`effective_scan_depth`]).
+    pub(crate) fn scan_depth(&self) -> usize {
+        effective_scan_depth(self.lru_scan_depth.load(Relaxed), self.capacity)
+    }
+
+    pub(crate) fn set_scan_depth(&self, depth: usize) {
+        self.lru_scan_depth.store(depth, Relaxed);
+    }
+
+    pub(crate) fn set_old_blocks_pct(&self, pct: u32) {
+        let ratio = old_ratio_of_pct(pct);
+        let mut lists = self.lists.lock();
+        self.old_ratio.store(ratio, Relaxed);
+        lists.lru.set_old_ratio(ratio);
+    }
+
+    pub(crate) fn set_old_blocks_time(&self, time: Duration) {
+        self.old_blocks_time_ms.store(duration_ms(time), Relaxed);
+    }
+
+    /// Milliseconds since the pool started, plus one (0 means "never").
+    pub(crate) fn now_ms(&self) -> u64 {
+        duration_ms(self.epoch.elapsed()) + 1
+    }
+
+    // ---- lookups and misses -----------------------------------------------------------------
+
+    /// Pins and latches page `id`, reading it on a miss. InnoDB: `buf_page_get_gen`.
+    pub(crate) fn fetch_shared(&self, id: PageId) -> Result<SharedGuard<'_>, PoolError> {
+        inc(&self.counters.page_requests);
+        loop {
+            if let Some(f) = self.hash.lookup_pin(id, &self.frames) {
+                let frame = &self.frames[f as usize];
+                let pin = Pin::new(&frame.desc);
+                let latch = frame.latch.read();
+                if frame.desc.state() == State::Valid && frame.desc.page_id() == id {
+                    self.after_hit(f, id);
+                    return Ok(SharedGuard::new(latch, pin, id));
+                }
+                continue; // read failed or page discarded meanwhile: look again
+            }
+            if let Some(guard) = self.read_in(id)? {
+                return Ok(guard.downgrade());
+            }
+        }
+    }
+
+    /// As [`fetch_shared`](Self::fetch_shared) with an exclusive latch.
+    pub(crate) fn fetch_exclusive(&self, id: PageId) -> Result<ExclusiveGuard<'_>, PoolError> {
+        inc(&self.counters.page_requests);
+        loop {
+            if let Some(f) = self.hash.lookup_pin(id, &self.frames) {
+                let frame = &self.frames[f as usize];
+                let pin = Pin::new(&frame.desc);
+                let latch = frame.latch.write();
+                if frame.desc.state() == State::Valid && frame.desc.page_id() == id {
+                    self.after_hit(f, id);
+                    return Ok(ExclusiveGuard::new(self, f, latch, pin, id));
+                }
+                continue;
+            }
+            if let Some(guard) = self.read_in(id)? {
+                return Ok(guard);
+            }
+        }
+    }
+
+    fn after_hit(&self, f: u32, id: PageId) {
+        if self.on_access(f) {
+            self.linear_read_ahead(id);
+        }
+    }
+
+    /// Reads a missing page into a free frame. `Ok(None)`: another thread inserted the page
+    /// first; look it up again (it reads the page once, we wait on its latch).
+    fn read_in(&self, id: PageId) -> Result<Option<ExclusiveGuard<'_>>, PoolError> {
+        let f = self.get_free_frame()?;
+        let frame = &self.frames[f as usize];
+        frame.desc.init_for(id, State::ReadPending);
+        let pin = Pin::new(&frame.desc);
+        // The frame is ours alone (free, unpinned before), so the latch is free.
+        let mut latch = frame.latch.write();
+        if !self.hash.insert_if_absent(id, f) {
+            drop(latch);
+            drop(pin);
+            self.return_free(f);
+            return Ok(None);
+        }
+        self.lru_add(f, false);
+        if let Err(e) = self.store.read_page(id, &mut latch) {
+            self.abort_read(f, id);
+            return Err(e.into());
+        }
+        frame.desc.transition(State::ReadPending, State::Valid);
+        inc(&self.counters.pages_read);
+        self.on_access(f);
+        self.random_read_ahead(id);
+        self.linear_read_ahead(id);
+        Ok(Some(ExclusiveGuard::new(self, f, latch, pin, id)))
+    }
+
+    /// A failed read: the frame leaves the page hash and becomes `Stale` (reclaimed by the next
+    /// LRU scan once its waiters have unpinned it).
+    pub(crate) fn abort_read(&self, f: u32, id: PageId) {
+        self.hash.remove(id, f);
+        self.frames[f as usize].desc.set_state(State::Stale);
+    }
+
+    /// Creates page `id` without reading it: a zeroed frame at the LRU head.
+    /// InnoDB: `buf_page_create`. If the page is already in the pool, its frame is zeroed.
+    pub(crate) fn create(&self, id: PageId) -> Result<ExclusiveGuard<'_>, PoolError> {
+        loop {
+            if let Some(f) = self.hash.lookup_pin(id, &self.frames) {
+                let frame = &self.frames[f as usize];
+                let pin = Pin::new(&frame.desc);
+                let mut latch = frame.latch.write();
+                if frame.desc.state() == State::Valid && frame.desc.page_id() == id {
+                    latch.fill(0);
+                    self.on_access(f);
+                    inc(&self.counters.pages_created);
+                    return Ok(ExclusiveGuard::new(self, f, latch, pin, id));
+                }
+                continue;
+            }
+            let f = self.get_free_frame()?;
+            let frame = &self.frames[f as usize];
+            frame.desc.init_for(id, State::ReadPending);
+            let pin = Pin::new(&frame.desc);
+            let mut latch = frame.latch.write();
+            if !self.hash.insert_if_absent(id, f) {
+                drop(latch);
+                drop(pin);
+                self.return_free(f);
+                continue;
+            }
+            latch.fill(0);
+            self.lru_add(f, true);
+            frame.desc.transition(State::ReadPending, State::Valid);
+            frame.desc.first_access_ms.store(self.now_ms(), SeqCst);
+            inc(&self.counters.pages_created);
+            return Ok(ExclusiveGuard::new(self, f, latch, pin, id));
+        }
+    }
+
+    /// Adds `f` to the LRU: at the head if `young`, else at the old-sublist head.
+    pub(crate) fn lru_add(&self, f: u32, young: bool) {
+        let mut lists = self.lists.lock();
+        if lists.lru.add(f, young) {
+            self.frames[f as usize]
+                .desc
+                .freed_page_clock
+                .store(lists.freed_page_clock, Relaxed);
+        }
+    }
+
+    /// Puts an unused frame (never inserted anywhere) back on the free list.
+    pub(crate) fn return_free(&self, f: u32) {
+        self.frames[f as usize].desc.reset();
+        let mut lists = self.lists.lock();
+        lists.free.push(f, &self.free_len);
+    }
+
+    // ---- access bookkeeping -----------------------------------------------------------------
+
+    /// Records an access to pinned frame `f` and makes it young if due. Returns true if this was
+    /// the page's first access (linear read-ahead is evaluated then).
+    /// InnoDB: `buf_page_set_accessed` + `buf_page_make_young_if_needed`.
+    pub(crate) fn on_access(&self, f: u32) -> bool {
+        let d = &self.frames[f as usize].desc;
+        // Hits stay cheap: the clock is read only on a first access or for an old page.
+        let seen = d.first_access_ms.load(Relaxed);
+        let (first, first_time) = if seen == 0 {
+            let now = self.now_ms();
+            match d.first_access_ms.compare_exchange(0, now, SeqCst, SeqCst) {
+                Ok(_) => (now, true),
+                Err(t) => (t, false),
+            }
+        } else {
+            (seen, false)
+        };
+        if d.read_ahead.load(Relaxed) {
+            d.read_ahead.store(false, Relaxed);
+        }
+        if self.peek_if_too_old(f, first) {
+            self.make_young(f);
+        }
+        first_time
+    }
+
+    /// InnoDB `buf_page_peek_if_too_old`: should an access to `f` move it to the LRU head?
+    fn peek_if_too_old(&self, f: u32, first_access: u64) -> bool {
+        let clock = self.freed_page_clock.load(Relaxed);
+        if clock == 0 {
+            // Nothing was ever evicted: do not reorder (warm-up / in-memory workloads).
+            return false;
+        }
+        let threshold = self.old_blocks_time_ms.load(Relaxed);
+        if threshold > 0 && self.old_flags[f as usize].load(Relaxed) {
+            if self.now_ms().saturating_sub(first_access) >= threshold {
+                return true;
+            }
+            inc(&self.counters.pages_not_made_young);
+            return false;
+        }
+        !self.peek_if_young(f, clock)
+    }
+
+    /// InnoDB `buf_page_peek_if_young`: is `f` still near enough the head that moving it is not
+    /// worth the LRU mutex? True until ~¼ of the young sublist worth of evictions happened since
+    /// it was last put at the head.
+    pub(crate) fn peek_if_young(&self, f: u32, clock: u64) -> bool {
+        let ratio = u64::from(self.old_ratio.load(Relaxed));
+        let div = u64::from(OLD_RATIO_DIV);
+        let quarter_young = self.capacity as u64 * (div - ratio) / (div * 4);
+        clock < self.frames[f as usize].desc.freed_page_clock.load(Relaxed) + quarter_young
+    }
+
+    /// Moves `f` to the LRU head. InnoDB: `buf_page_make_young`.
+    fn make_young(&self, f: u32) {
+        let mut lists = self.lists.lock();
+        if !lists.lru.contains(f) {
+            return;
+        }
+        lists.lru.make_young(f);
+        self.frames[f as usize]
+            .desc
+            .freed_page_clock
+            .store(lists.freed_page_clock, Relaxed);
+        inc(&self.counters.pages_made_young);
+    }
+
+    // ---- eviction ---------------------------------------------------------------------------
+
+    /// Evicts `f` if it is clean, unpinned and not being written: removes it from the page hash
+    /// and the LRU and leaves it `Free` (not on the free list: the caller pushes or uses it).
+    /// InnoDB: `buf_LRU_free_page`.
+    pub(crate) fn try_evict_locked(&self, lists: &mut Lists, f: u32, by: Evictor) -> bool {
+        let frame = &self.frames[f as usize];
+        let d = &frame.desc;
+        if d.pins() != 0 || d.flushing.load(SeqCst) || d.is_dirty() {
+            return false;
+        }
+        let counted = match d.state() {
+            State::Valid => {
+                let id = d.page_id();
+                let mut shard = self.hash.lock_shard(id);
+                // Lookups pin under the shard lock: with it held, a zero pin count stays zero.
+                if d.pins() != 0 || d.is_dirty() || d.state() != State::Valid {
+                    return false;
+                }
+                let Some(latch) = frame.latch.try_write() else {
+                    return false;
+                };
+                remove_locked(&mut shard, id, f);
+                drop(latch);
+                true
+            }
+            State::Stale => {
+                if frame.latch.try_write().is_none() {
+                    return false;
+                }
+                false
+            }
+            State::Free | State::ReadPending => return false,
+        };
+        lists.lru.remove(f);
+        if counted {
+            lists.freed_page_clock += 1;
+            self.freed_page_clock.store(lists.freed_page_clock, Relaxed);
+            if d.read_ahead.load(SeqCst) && d.first_access_ms.load(SeqCst) == 0 {
+                inc(&self.counters.read_ahead_evicted);
+            }
+            match by {
+                Evictor::User => inc(&self.counters.evicted_by_user),
+                Evictor::Manager => inc(&self.counters.evicted_by_manager),
+            }
+        }
+        d.reset();
+        true
+    }
+
+    /// Scans at most `limit` pages from the LRU tail and evicts the first evictable one, which the
+    /// caller gets (it does not go through the free list). InnoDB: `buf_LRU_free_from_common_LRU_list`.
+    pub(crate) fn scan_and_evict(&self, limit: usize, by: Evictor) -> Option<u32> {
+        let mut lists = self.lists.lock();
+        inc(&self.counters.lru_scans);
+        let mut cur = lists.lru.tail();
+        let mut scanned = 0u64;
+        let mut found = None;
+        while cur != NIL && (scanned as usize) < limit {
+            scanned += 1;
+            let prev = lists.lru.prev(cur);
+            if self.try_evict_locked(&mut lists, cur, by) {
+                found = Some(cur);
+                break;
+            }
+            cur = prev;
+        }
+        crate::stats::add(&self.counters.lru_pages_scanned, scanned);
+        found
+    }
+
+    /// Pops a frame from the free list.
+    pub(crate) fn pop_free(&self) -> Option<u32> {
+        if self.free_len.load(Relaxed) == 0 {
+            return None;
+        }
+        self.lists.lock().free.pop(&self.free_len)
+    }
+
+    /// Whether some page in the LRU is unpinned (so waiting for a victim can succeed).
+    pub(crate) fn any_unpinned(&self) -> bool {
+        let lists = self.lists.lock();
+        let mut cur = lists.lru.tail();
+        while cur != NIL {
+            if self.frames[cur as usize].desc.pins() == 0 {
+                return true;
+            }
+            cur = lists.lru.prev(cur);
+        }
+        false
+    }
+
+    // ---- dirty pages --------------------------------------------------------------------------
+
+    /// Marks X-latched frame `f` dirty at `lsn`. InnoDB: `buf_flush_note_modification`.
+    pub(crate) fn mark_dirty(&self, f: u32, lsn: Lsn) {
+        let d = &self.frames[f as usize].desc;
+        let mut fl = self.flush_list.lock();
+        if d.state() != State::Valid {
+            return; // discarded while latched: its space is gone
+        }
+        d.newest_lsn.fetch_max(lsn, SeqCst);
+        d.modify_count.fetch_add(1, SeqCst);
+        if !d.is_dirty() {
+            d.oldest_lsn.store(lsn, SeqCst);
+            d.dirty_epoch
+                .store(self.dirty_epoch.fetch_add(1, SeqCst) + 1, SeqCst);
+            d.dirty.store(true, SeqCst);
+            fl.insert(lsn, f);
+        }
+    }
+
+    /// Marks `f` clean after a write (caller holds `flush_list`).
+    pub(crate) fn mark_clean_locked(&self, fl: &mut FlushList, f: u32) {
+        let d = &self.frames[f as usize].desc;
+        if d.is_dirty() {
+            fl.remove(d.oldest_lsn.load(SeqCst), f);
+            d.dirty.store(false, SeqCst);
+            d.oldest_lsn.store(0, SeqCst);
+        }
+    }
+
+    // ---- discard ------------------------------------------------------------------------------
+
+    /// Drops every page of `space` without writing it. InnoDB: `buf_LRU_flush_or_remove_pages`
+    /// with `BUF_REMOVE_ALL_NO_WRITE`. Pinned pages become `Stale` and are reclaimed when unpinned.
+    pub(crate) fn discard_space(&self, space: SpaceId) {
+        let mut stale = Vec::new();
+        for (i, frame) in self.frames.iter().enumerate() {
+            let d = &frame.desc;
+            let id = d.page_id();
+            if id.space_id != space || !matches!(d.state(), State::Valid | State::ReadPending) {
+                continue;
+            }
+            let f = i as u32;
+            {
+                let mut shard = self.hash.lock_shard(id);
+                if d.page_id() != id || !matches!(d.state(), State::Valid | State::ReadPending) {
+                    continue;
+                }
+                remove_locked(&mut shard, id, f);
+                d.set_state(State::Stale);
+            }
+            self.mark_clean_locked(&mut self.flush_list.lock(), f);
+            stale.push(f);
+        }
+        let mut lists = self.lists.lock();
+        for f in stale {
+            if lists.lru.contains(f) && self.try_evict_locked(&mut lists, f, Evictor::User) {
+                lists.free.push(f, &self.free_len);
+            }
+        }
+    }
+
+    /// Reads the access time of page `id` if it is in the pool (0 = absent or not accessed),
+    /// and whether it is "young" by the freed-page clock. For read-ahead heuristics only.
+    pub(crate) fn peek_access(&self, id: PageId) -> Option<(u64, bool)> {
+        let f = self.hash.peek(id)?;
+        let d = &self.frames[f as usize].desc;
+        if d.page_id() != id {
+            return None;
+        }
+        let young = self.peek_if_young(f, self.freed_page_clock.load(Relaxed));
+        Some((d.first_access_ms.load(Relaxed), young))
+    }
+}
+
+fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,140 @@
+//! The page hash: `PageId` → frame index, sharded so lookups of different pages rarely contend
+//! (InnoDB: `buf_pool->page_hash` with its array of rw-locks).
+//!
+//! Lookups pin the frame while holding the shard's read lock; eviction removes a page while
+//! holding the shard's write lock and re-checks the pin count there, so a page cannot be pinned
+//! and evicted at once.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use barracuda_page::PageId;
+use parking_lot::{RwLock, RwLockWriteGuard};
+
+use crate::frame::Frame;
+
+/// A small multiplicative hasher for page ids (two `u32`s): much cheaper than SipHash, and page
+/// ids are not attacker-chosen keys.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct PageIdHasher(u64);
+
+impl Hasher for PageIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type Map = HashMap<PageId, u32, BuildHasherDefault<PageIdHasher>>;
+
+/// Sharded page hash.
+pub(crate) struct PageHash {
+    shards: Box<[RwLock<Map>]>,
+}
+
+/// Mixes a page id into a shard selector; neighbouring pages land in different shards.
+fn mix(id: PageId) -> u64 {
+    let v = (u64::from(id.space_id) << 32) | u64::from(id.page_no);
+    (v ^ (v >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32
+}
+
+impl PageHash {
+    pub(crate) fn new(shards: usize, capacity: usize) -> Self {
+        let shards = shards.clamp(1, 1024);
+        let per_shard = capacity / shards + 1;
+        Self {
+            shards: (0..shards)
+                .map(|_| {
+                    RwLock::new(Map::with_capacity_and_hasher(
+                        per_shard,
+                        BuildHasherDefault::default(),
+                    ))
+                })
+                .collect(),
+        }
+    }
+
+    fn shard(&self, id: PageId) -> &RwLock<Map> {
+        &self.shards[(mix(id) % self.shards.len() as u64) as usize]
+    }
+
+    /// Looks `id` up and pins its frame under the shard's read lock.
+    pub(crate) fn lookup_pin(&self, id: PageId, frames: &[Frame]) -> Option<u32> {
+        let shard = self.shard(id).read();
+        let f = *shard.get(&id)?;
+        frames[f as usize].desc.pin();
+        Some(f)
+    }
+
+    /// Whether `id` is in the pool (no pin: the answer may be stale at once).
+    pub(crate) fn contains(&self, id: PageId) -> bool {
+        self.shard(id).read().contains_key(&id)
+    }
+
+    /// The frame of `id`, if any, without pinning (for read-ahead heuristics only).
+    pub(crate) fn peek(&self, id: PageId) -> Option<u32> {
+        self.shard(id).read().get(&id).copied()
+    }
+
+    /// Inserts `id → frame` unless `id` is already there.
+    pub(crate) fn insert_if_absent(&self, id: PageId, frame: u32) -> bool {
+        let mut shard = self.shard(id).write();
+        if shard.contains_key(&id) {
+            return false;
+        }
+        shard.insert(id, frame);
+        true
+    }
+
+    /// Write-locks the shard of `id` (eviction re-checks the pin count under it).
+    pub(crate) fn lock_shard(&self, id: PageId) -> RwLockWriteGuard<'_, Map> {
+        self.shard(id).write()
+    }
+
+    /// Removes `id` if it maps to `frame`.
+    pub(crate) fn remove(&self, id: PageId, frame: u32) {
+        remove_locked(&mut self.shard(id).write(), id, frame);
+    }
+}
+
+/// Removes `id` from a locked shard if it maps to `frame`.
+pub(crate) fn remove_locked(shard: &mut Map, id: PageId, frame: u32) {
+    if shard.get(&id) == Some(&frame) {
+        shard.remove(&id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use barracuda_page::PageSize;
+
+    #[test]
+    fn insert_lookup_remove() {
+        let frames: Vec<Frame> = (0..4).map(|_| Frame::new(PageSize::K4)).collect();
+        let hash = PageHash::new(4, 4);
+        let id = PageId::new(1, 7);
+        assert!(hash.insert_if_absent(id, 2));
+        assert!(!hash.insert_if_absent(id, 3));
+        assert_eq!(hash.lookup_pin(id, &frames), Some(2));
+        assert_eq!(frames[2].desc.pins(), 1);
+        hash.remove(id, 3);
+        assert!(hash.contains(id));
+        hash.remove(id, 2);
+        assert!(!hash.contains(id));
+        assert_eq!(hash.lookup_pin(id, &frames), None);
+    }
+}

@@ -1,0 +1,112 @@
+//! Getting a free frame when the free list is empty: the pluggable [`FreePagePolicy`].
+//!
+//! InnoDB: `buf_LRU_get_free_block`. The policy is re-read at every iteration, so switching it
+//! at run time affects threads already waiting.
+
+mod backoff;
+mod eager;
+mod legacy;
+
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::time::{Duration, Instant};
+
+use crate::inner::Inner;
+use crate::stats::inc;
+use crate::{FreePagePolicy, PoolError};
+
+/// State of one request's wait for a free frame.
+pub(crate) struct FreeWait {
+    start: Instant,
+    /// Loop iteration (InnoDB `n_iterations`).
+    pub(crate) iteration: u32,
+    deadline: Instant,
+    /// Backoff's safety valve: after a full timeout with unpinned pages present, behave as
+    /// Legacy (Percona hangs instead, see INNODB-FACTS §1.5 on small pools).
+    pub(crate) backoff_gave_up: bool,
+}
+
+impl Inner {
+    /// A frame for a new page (`Free`, in no list), taken from the free list or, when it is empty,
+    /// obtained as the current policy says. Errors: `AllPagesPinned` after a bounded wait; a store
+    /// error from a single-page flush.
+    pub(crate) fn get_free_frame(&self) -> Result<u32, PoolError> {
+        if let Some(f) = self.pop_free() {
+            self.note_frame_taken();
+            return Ok(f);
+        }
+        inc(&self.counters.free_list_empty);
+        let start = Instant::now();
+        let result = self.get_free_frame_slow(start);
+        self.wait_hist.record(start.elapsed());
+        if result.is_ok() {
+            self.note_frame_taken();
+        }
+        result
+    }
+
+    fn get_free_frame_slow(&self, start: Instant) -> Result<u32, PoolError> {
+        let mut wait = FreeWait {
+            start,
+            iteration: 0,
+            deadline: start + self.all_pinned_timeout,
+            backoff_gave_up: false,
+        };
+        loop {
+            if let Some(f) = self.pop_free() {
+                return Ok(f);
+            }
+            let found = match self.policy() {
+                FreePagePolicy::Backoff
+                    if self.manager_running.load(SeqCst) && !wait.backoff_gave_up =>
+                {
+                    self.backoff_step(&wait);
+                    None
+                }
+                // Percona: backoff applies only while the LRU manager runs.
+                FreePagePolicy::Legacy | FreePagePolicy::Backoff => self.legacy_step(&wait)?,
+                FreePagePolicy::Eager => self.eager_step(&wait)?,
+            };
+            if let Some(f) = found {
+                return Ok(f);
+            }
+            wait.iteration = wait.iteration.saturating_add(1);
+            self.check_all_pinned(&mut wait)?;
+        }
+    }
+
+    /// After the timeout: an error if every page is pinned, else wait another timeout.
+    fn check_all_pinned(&self, wait: &mut FreeWait) -> Result<(), PoolError> {
+        let now = Instant::now();
+        if now < wait.deadline {
+            return Ok(());
+        }
+        if self.free_len.load(Relaxed) > 0 || self.any_unpinned() {
+            wait.deadline = now + self.all_pinned_timeout;
+            wait.backoff_gave_up = true;
+            tracing::warn!(
+                waited_ms = now.duration_since(wait.start).as_millis() as u64,
+                "difficult to find free blocks in the buffer pool; consider a larger pool"
+            );
+            return Ok(());
+        }
+        Err(PoolError::AllPagesPinned {
+            capacity_pages: self.capacity,
+            waited: now.duration_since(wait.start),
+        })
+    }
+
+    /// Bookkeeping after a frame was taken: the consumption rate, and Eager's low watermark.
+    pub(crate) fn note_frame_taken(&self) {
+        self.frames_taken.fetch_add(1, Relaxed);
+        if self.policy() == FreePagePolicy::Eager
+            && self.free_len.load(Relaxed) < self.eager_low_watermark.load(Relaxed)
+        {
+            self.manager.wake();
+        }
+    }
+}
+
+/// Sleeps `d`: every sleep of the free-page policies goes through here.
+fn sleep(d: Duration) {
+    std::thread::sleep(d);
+}

@@ -1,0 +1,213 @@
+//! The public [`BufferPool`].
+
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use barracuda_page::{Lsn, PageId, PageSize, SpaceId};
+use parking_lot::Mutex;
+
+use crate::inner::Inner;
+use crate::stats::PoolStats;
+use crate::{
+    manager, read_ahead, ExclusiveGuard, FreePagePolicy, PageStore, PoolConfig, PoolError,
+    ReadAhead, SharedGuard,
+};
+
+/// A buffer pool: a fixed set of page frames caching the pages of a [`PageStore`], with an LRU
+/// list (midpoint insertion), a flush list, a free list refilled by a background LRU manager
+/// thread, and read-ahead. `Send + Sync`, used as `Arc<BufferPool>`.
+///
+/// Pages are accessed through guards that pin the page (a pinned page is never evicted) and hold
+/// its latch; dropping the guard releases both. Do not call [`flush_all`](Self::flush_all) or
+/// [`flush_list_batch`](Self::flush_list_batch) while holding an [`ExclusiveGuard`]: they wait
+/// for the S latch of every page they write.
+pub struct BufferPool {
+    inner: Arc<Inner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufferPool")
+            .field("page_size", &self.inner.page_size)
+            .field("capacity_pages", &self.inner.capacity)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BufferPool {
+    /// Allocates every frame (page-size aligned, once) and starts the background LRU manager
+    /// and read-ahead threads.
+    ///
+    /// Errors: [`PoolError::InvalidConfig`] if the capacity is below 16 pages;
+    /// [`PoolError::Thread`] if a thread cannot be spawned.
+    pub fn new(config: PoolConfig, store: Arc<dyn PageStore>) -> Result<Arc<Self>, PoolError> {
+        let inner = Arc::new(Inner::new(config, store)?);
+        let pool = Arc::new(Self {
+            inner: Arc::clone(&inner),
+            threads: Mutex::new(Vec::new()),
+        });
+        inner.manager_running.store(true, SeqCst);
+        let m = Arc::clone(&inner);
+        let manager = std::thread::Builder::new()
+            .name("bp-lru-manager".into())
+            .spawn(move || manager::run(&m))
+            .map_err(|e| {
+                inner.manager_running.store(false, SeqCst);
+                PoolError::Thread(e)
+            })?;
+        pool.threads.lock().push(manager);
+        let r = Arc::clone(&inner);
+        let reader = std::thread::Builder::new()
+            .name("bp-read-ahead".into())
+            .spawn(move || read_ahead::run(&r))
+            .map_err(PoolError::Thread)?;
+        pool.threads.lock().push(reader);
+        Ok(pool)
+    }
+
+    /// Pins page `id` and latches it shared, reading it from the store on a miss (a page being
+    /// read by another thread is read once: this thread waits for that read).
+    pub fn get_shared(&self, id: PageId) -> Result<SharedGuard<'_>, PoolError> {
+        self.inner.fetch_shared(id)
+    }
+
+    /// Pins page `id` and latches it exclusively, reading it from the store on a miss.
+    pub fn get_exclusive(&self, id: PageId) -> Result<ExclusiveGuard<'_>, PoolError> {
+        self.inner.fetch_exclusive(id)
+    }
+
+    /// A new page: a zeroed frame at the LRU head, latched exclusively, never read from the store
+    /// (counted in "pages created"). If `id` is already in the pool its frame is zeroed. The page
+    /// is clean until [`ExclusiveGuard::mark_dirty`]. InnoDB: `buf_page_create`.
+    pub fn create(&self, id: PageId) -> Result<ExclusiveGuard<'_>, PoolError> {
+        self.inner.create(id)
+    }
+
+    /// Drops every page of `space` (a dropped table) without writing it. Pages pinned at the time
+    /// are reclaimed when unpinned; their guards stay usable but changes are ignored.
+    pub fn discard_space(&self, space: SpaceId) {
+        self.inner.discard_space(space);
+    }
+
+    /// Writes every page that is dirty when the call starts (checkpoint, close).
+    pub fn flush_all(&self) -> Result<(), PoolError> {
+        self.inner.flush_all()
+    }
+
+    /// Writes up to `max_pages` dirty pages, oldest modification first (the page cleaner).
+    /// Returns how many were written. InnoDB: `buf_flush_do_batch(BUF_FLUSH_LIST)`.
+    pub fn flush_list_batch(&self, max_pages: usize) -> Result<usize, PoolError> {
+        self.inner.flush_list_batch(max_pages)
+    }
+
+    /// The smallest oldest-modification LSN over dirty pages (the checkpoint may advance to it),
+    /// `None` if no page is dirty. InnoDB: `buf_pool_get_oldest_modification`.
+    pub fn oldest_modification(&self) -> Option<Lsn> {
+        self.inner.flush_list.lock().min_lsn()
+    }
+
+    /// Switches the free-page policy; threads already waiting for a frame follow the new policy
+    /// from their next iteration. InnoDB (Percona): `SET GLOBAL innodb_empty_free_list_algorithm`.
+    pub fn set_free_page_policy(&self, policy: FreePagePolicy) {
+        self.inner.set_policy(policy);
+    }
+
+    /// The free-page policy in force.
+    pub fn free_page_policy(&self) -> FreePagePolicy {
+        self.inner.policy()
+    }
+
+    /// Sets the LRU scan depth (Default 1024, min 100, at most a quarter of the pool is used).
+    /// InnoDB: `innodb_lru_scan_depth`.
+    pub fn set_lru_scan_depth(&self, pages: usize) {
+        self.inner.set_scan_depth(pages);
+    }
+
+    /// Sets the old sublist share (Default 37, range 5..=95, clamped). InnoDB:
+    /// `innodb_old_blocks_pct`.
+    pub fn set_old_blocks_pct(&self, pct: u32) {
+        self.inner.set_old_blocks_pct(pct);
+    }
+
+    /// Sets how long after its first access an old page must be touched again to be made young
+    /// (Default 1000 ms, 0 = at once). InnoDB: `innodb_old_blocks_time`.
+    pub fn set_old_blocks_time(&self, time: Duration) {
+        self.inner.set_old_blocks_time(time);
+    }
+
+    /// Switches read-ahead (Default linear 56, random off). InnoDB: `innodb_read_ahead_threshold`,
+    /// `innodb_random_read_ahead`.
+    pub fn set_read_ahead(&self, read_ahead: ReadAhead) {
+        self.inner.ra_linear.store(
+            read_ahead.linear_threshold.map_or(u32::MAX, |t| t.min(64)),
+            Relaxed,
+        );
+        self.inner.ra_random.store(read_ahead.random, Relaxed);
+    }
+
+    /// A snapshot of the pool's state and counters.
+    pub fn stats(&self) -> PoolStats {
+        let inner = &self.inner;
+        let mut stats = PoolStats::from_counters(&inner.counters, &inner.wait_hist);
+        {
+            let lists = inner.lists.lock();
+            stats.free_pages = lists.free.len();
+            stats.lru_len = lists.lru.len();
+            stats.old_lru_len = lists.lru.old_len();
+        }
+        stats.dirty_pages = inner.flush_list.lock().len();
+        stats.page_size = inner.page_size;
+        stats.capacity_pages = inner.capacity;
+        stats.policy = inner.policy();
+        stats.pending_read_ahead = inner.read_ahead.pending.load(Relaxed);
+        stats
+    }
+
+    /// The page size of every frame.
+    pub fn page_size(&self) -> PageSize {
+        self.inner.page_size
+    }
+
+    /// Number of frames.
+    pub fn capacity_pages(&self) -> usize {
+        self.inner.capacity
+    }
+
+    /// Stops the background threads (also done on drop). Idempotent. The pool stays usable:
+    /// `Backoff` then behaves as `Legacy` (as Percona's does without LRU manager threads), and
+    /// read-ahead requests are dropped.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.store(true, SeqCst);
+        self.inner.manager.notify_shutdown();
+        self.inner.read_ahead.notify_shutdown();
+        let threads: Vec<JoinHandle<()>> = std::mem::take(&mut *self.threads.lock());
+        for t in threads {
+            if t.join().is_err() {
+                tracing::error!("buffer pool background thread panicked");
+            }
+        }
+        self.inner.manager_running.store(false, SeqCst);
+    }
+}
+
+impl Drop for BufferPool {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_and_stats_are_send_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<BufferPool>();
+        check::<PoolStats>();
+        check::<PoolError>();
+    }
+}

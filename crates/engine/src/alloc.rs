@@ -1,0 +1,180 @@
+//! Page allocation inside tablespaces: the allocation bitmaps of page 0 (and of the further
+//! bitmap pages every `4 * page_size` pages), changed through the buffer pool in mini-transactions.
+
+use std::sync::Arc;
+
+use barracuda_btree::{BTreeError, LogSink, Mtr, PageAllocator};
+use barracuda_buffer_pool::BufferPool;
+use barracuda_page::{
+    bit_index, bitmap_page_for, pages_per_bitmap, space::format_bitmap_page, AllocationBitmap,
+    PageId, PageNo, SpaceHeader, SpaceId,
+};
+
+use crate::store::SpaceRegistry;
+
+/// Allocates pages from the bitmaps of each tablespace, growing files by whole extents.
+pub(crate) struct SpaceAllocator {
+    pool: Arc<BufferPool>,
+    spaces: Arc<SpaceRegistry>,
+    log: Arc<dyn LogSink>,
+}
+
+fn alloc_err(space: SpaceId, what: impl std::fmt::Display) -> BTreeError {
+    BTreeError::Allocation { space, what: what.to_string() }
+}
+
+impl SpaceAllocator {
+    pub(crate) fn new(pool: Arc<BufferPool>, spaces: Arc<SpaceRegistry>, log: Arc<dyn LogSink>) -> Self {
+        Self { pool, spaces, log }
+    }
+}
+
+impl PageAllocator for SpaceAllocator {
+    fn allocate(&self, space: SpaceId, near: Option<PageNo>) -> Result<PageNo, BTreeError> {
+        let tablespace = self.spaces.get(space).ok_or_else(|| alloc_err(space, "tablespace is not open"))?;
+        let page_size = self.pool.page_size();
+        let per_bitmap = pages_per_bitmap(page_size);
+        let mut mtr = Mtr::new(self.log.as_ref());
+        // Page 0 is latched first and for the whole allocation: it serialises allocations of
+        // the space, and no tree latch is ever requested while it is held.
+        let mut header_guard = self.pool.get_exclusive(PageId::new(space, 0))?;
+        let mut header = SpaceHeader::read(&header_guard, page_size)
+            .map_err(|source| BTreeError::Page { page: PageId::new(space, 0), source })?;
+
+        // Candidates: right after `near` (sequential pages for sequential keys and chains), then
+        // from the free hint upwards.
+        let mut found = None;
+        if let Some(near) = near.and_then(|n| n.checked_add(1)) {
+            if near < header.size_in_pages && bitmap_page_for(near, page_size) == 0 {
+                let bitmap = AllocationBitmap::open(&header_guard[..], page_size)
+                    .map_err(|source| BTreeError::Page { page: PageId::new(space, 0), source })?;
+                if !bitmap.is_used(bit_index(near, page_size)) {
+                    found = Some(near);
+                }
+            }
+        }
+        let mut other_bitmaps = Vec::new();
+        if found.is_none() {
+            let mut region_start = bitmap_page_for(header.free_hint.min(header.size_in_pages), page_size);
+            while found.is_none() && region_start < header.size_in_pages {
+                let from = header.free_hint.saturating_sub(region_start).min(per_bitmap);
+                let limit = (header.size_in_pages - region_start).min(per_bitmap);
+                let candidate = if region_start == 0 {
+                    let bitmap = AllocationBitmap::open(&header_guard[..], page_size)
+                        .map_err(|source| BTreeError::Page { page: PageId::new(space, 0), source })?;
+                    bitmap.find_free(from)
+                } else {
+                    let id = PageId::new(space, region_start);
+                    let guard = self.pool.get_exclusive(id)?;
+                    let bit = AllocationBitmap::open(&guard[..], page_size)
+                        .map_err(|source| BTreeError::Page { page: id, source })?
+                        .find_free(from);
+                    other_bitmaps.push(guard);
+                    bit
+                };
+                found = candidate.filter(|&bit| bit < limit).map(|bit| region_start + bit);
+                region_start += per_bitmap;
+            }
+        }
+        let page_no = match found {
+            Some(page_no) => page_no,
+            None => {
+                // Grow by one extent; bitmap pages that the new range starts are formatted now.
+                let old_size = header.size_in_pages;
+                let new_size = old_size
+                    .checked_add(page_size.pages_per_extent())
+                    .ok_or_else(|| alloc_err(space, "tablespace is at its maximum size"))?;
+                let mut first_free = old_size;
+                let mut region = bitmap_page_for(old_size, page_size);
+                if region < old_size {
+                    region += per_bitmap;
+                }
+                while region < new_size {
+                    let id = PageId::new(space, region);
+                    let mut guard = self.pool.create(id)?;
+                    format_bitmap_page(&mut guard, page_size, space, region)
+                        .map_err(|source| BTreeError::Page { page: id, source })?;
+                    if first_free == region {
+                        first_free += 1;
+                    }
+                    // Kept latched beside the others: `set_bit` below may need it.
+                    other_bitmaps.push(guard);
+                    region += per_bitmap;
+                }
+                tablespace.grow_to(new_size).map_err(|e| alloc_err(space, e))?;
+                header.size_in_pages = new_size;
+                first_free
+            }
+        };
+        self.set_bit(&mut header_guard, &mut other_bitmaps, space, page_no, true)?;
+        header.free_hint = page_no + 1;
+        header.write(&mut header_guard);
+        mtr.changed(header_guard);
+        for guard in other_bitmaps {
+            mtr.changed(guard);
+        }
+        mtr.commit()?;
+        Ok(page_no)
+    }
+
+    fn free(&self, page: PageId) -> Result<(), BTreeError> {
+        let space = page.space_id;
+        let page_size = self.pool.page_size();
+        let mut mtr = Mtr::new(self.log.as_ref());
+        let mut header_guard = self.pool.get_exclusive(PageId::new(space, 0))?;
+        let mut header = SpaceHeader::read(&header_guard, page_size)
+            .map_err(|source| BTreeError::Page { page: PageId::new(space, 0), source })?;
+        if page.page_no == 0 || page.page_no >= header.size_in_pages || bit_index(page.page_no, page_size) == 0 {
+            return Err(alloc_err(space, format!("page {} cannot be freed", page.page_no)));
+        }
+        let mut others = Vec::new();
+        self.set_bit(&mut header_guard, &mut others, space, page.page_no, false)?;
+        header.free_hint = header.free_hint.min(page.page_no);
+        header.write(&mut header_guard);
+        mtr.changed(header_guard);
+        for guard in others {
+            mtr.changed(guard);
+        }
+        mtr.commit()?;
+        Ok(())
+    }
+}
+
+impl SpaceAllocator {
+    /// Sets the bit of `page_no` in the bitmap that covers it (page 0's or a further one,
+    /// latched into `others` if not already).
+    fn set_bit<'a>(
+        &'a self,
+        header_guard: &mut barracuda_buffer_pool::ExclusiveGuard<'a>,
+        others: &mut Vec<barracuda_buffer_pool::ExclusiveGuard<'a>>,
+        space: SpaceId,
+        page_no: PageNo,
+        used: bool,
+    ) -> Result<(), BTreeError> {
+        let page_size = self.pool.page_size();
+        let region = bitmap_page_for(page_no, page_size);
+        let bit = bit_index(page_no, page_size);
+        let bitmap_id = PageId::new(space, region);
+        let buf: &mut [u8] = if region == 0 {
+            &mut header_guard[..]
+        } else {
+            let pos = match others.iter().position(|g| g.page_id() == bitmap_id) {
+                Some(pos) => pos,
+                None => {
+                    others.push(self.pool.get_exclusive(bitmap_id)?);
+                    others.len() - 1
+                }
+            };
+            &mut others[pos][..]
+        };
+        let mut bitmap = AllocationBitmap::open(buf, page_size)
+            .map_err(|source| BTreeError::Page { page: bitmap_id, source })?;
+        if bitmap.is_used(bit) == used {
+            return Err(alloc_err(
+                space,
+                format!("page {page_no} is already {}", if used { "in use" } else { "free" }),
+            ));
+        }
+        bitmap.set_used(bit, used).map_err(|source| BTreeError::Page { page: bitmap_id, source })
+    }
+}

@@ -1,0 +1,193 @@
+//! The catalog: which tables exist, their tablespace, root page and options. Kept in
+//! `system.ibs` (space 0), written whole on every DDL as one of two alternating copies.
+//!
+//! Layout of `system.ibs`: page 0 is the space header (it records the database's page size);
+//! catalog copy A is a chain of catalog pages at pages 1, 3, 5, …, copy B at pages 2, 4, 6, ….
+//! Every page of a copy carries the copy's *generation* in its page-LSN field. A DDL writes the
+//! copy not holding the newest generation, with generation + 1, and syncs; at open the valid
+//! copy with the highest generation wins. A crash in the middle of a catalog write therefore
+//! leaves the previous catalog in force: DDL is atomic without the redo log.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use barracuda_io::{open_file, Backend, OpenOptions, PageFile};
+use barracuda_page::{
+    catalog, page_lsn, seal_page, set_page_lsn, verify_page, CatalogEntry, CatalogPage, FileHeader,
+    PageId, PageNo, PageSize, PageType, SpaceHeader, SpaceId, FIL_NULL,
+};
+
+use crate::error::{Error, Result};
+use crate::tablespace::page_error;
+
+/// The system tablespace's id.
+pub(crate) const SYSTEM_SPACE: SpaceId = 0;
+
+/// The in-memory catalog and the file it is saved to.
+pub(crate) struct Catalog {
+    file: Arc<dyn PageFile>,
+    path: PathBuf,
+    page_size: PageSize,
+    generation: u64,
+    pub(crate) next_space_id: SpaceId,
+    pub(crate) next_index_id: u64,
+    pub(crate) entries: BTreeMap<String, CatalogEntry>,
+}
+
+impl Catalog {
+    /// Creates `system.ibs` with an empty catalog.
+    pub(crate) fn create(path: &Path, page_size: PageSize, backend: Backend) -> Result<Self> {
+        let file = open_file(path, &OpenOptions::new().create(true).truncate(true), backend)?;
+        let header = SpaceHeader { space_id: SYSTEM_SPACE, page_size, flags: 0, size_in_pages: 1, free_hint: 1 };
+        let mut page0 = vec![0u8; page_size.bytes()];
+        header.format(&mut page0).map_err(|e| page_error(path, PageId::new(0, 0), e))?;
+        seal_page(&mut page0);
+        file.write_at(&page0, 0)?;
+        let mut catalog = Self {
+            file,
+            path: path.to_owned(),
+            page_size,
+            generation: 0,
+            next_space_id: 1,
+            next_index_id: 1,
+            entries: BTreeMap::new(),
+        };
+        // Both copies exist from the start, so an open never meets a missing one.
+        catalog.save()?;
+        catalog.save()?;
+        Ok(catalog)
+    }
+
+    /// Opens `system.ibs`, learning the page size from its page 0.
+    pub(crate) fn open(path: &Path, backend: Backend) -> Result<Self> {
+        let file = open_file(path, &OpenOptions::new(), backend)?;
+        let mut prefix = [0u8; 64];
+        file.read_at(&mut prefix, 0)?;
+        let page0_id = PageId::new(SYSTEM_SPACE, 0);
+        let page_size = SpaceHeader::peek_page_size(&prefix).map_err(|e| page_error(path, page0_id, e))?;
+        let mut page0 = vec![0u8; page_size.bytes()];
+        file.read_at(&mut page0, 0)?;
+        verify_page(&page0, page0_id, page_size).map_err(|e| page_error(path, page0_id, e))?;
+        SpaceHeader::read(&page0, page_size).map_err(|e| page_error(path, page0_id, e))?;
+
+        let copies = [read_copy(&*file, path, page_size, 0), read_copy(&*file, path, page_size, 1)];
+        let newest = copies.into_iter().filter_map(|copy| match copy {
+            Ok(copy) => Some(copy),
+            Err(err) => {
+                tracing::warn!(%err, "a catalog copy is unreadable; using the other one");
+                None
+            }
+        });
+        let Some(best) = newest.max_by_key(|c| c.generation) else {
+            return Err(Error::Corrupt { file: path.to_owned(), what: "no valid catalog copy".into() });
+        };
+        let mut entries = BTreeMap::new();
+        for entry in best.entries {
+            entries.insert(entry.name.clone(), entry);
+        }
+        Ok(Self {
+            file,
+            path: path.to_owned(),
+            page_size,
+            generation: best.generation,
+            next_space_id: best.next_space_id,
+            next_index_id: best.next_index_id,
+            entries,
+        })
+    }
+
+    pub(crate) fn page_size(&self) -> PageSize {
+        self.page_size
+    }
+
+    /// Writes the whole catalog as the next generation into the older copy and syncs.
+    pub(crate) fn save(&mut self) -> Result<()> {
+        let generation = self.generation + 1;
+        let copy = (generation % 2) as u32;
+        let per_page = catalog::capacity(self.page_size);
+        let entries: Vec<CatalogEntry> = self.entries.values().cloned().collect();
+        let chunks: Vec<&[CatalogEntry]> =
+            if entries.is_empty() { vec![&[]] } else { entries.chunks(per_page).collect() };
+        let mut pages = Vec::with_capacity(chunks.len());
+        for (k, chunk) in chunks.iter().enumerate() {
+            let page_no = copy_page_no(copy, k as u32);
+            let next = if k + 1 < chunks.len() { copy_page_no(copy, k as u32 + 1) } else { FIL_NULL };
+            let id = PageId::new(SYSTEM_SPACE, page_no);
+            let mut buf = vec![0u8; self.page_size.bytes()];
+            FileHeader::new(id, PageType::Catalog).write(&mut buf);
+            let page = CatalogPage {
+                next_catalog_page: next,
+                next_space_id: self.next_space_id,
+                next_index_id: self.next_index_id,
+                entries: chunk.to_vec(),
+            };
+            page.write(&mut buf, self.page_size).map_err(|e| page_error(&self.path, id, e))?;
+            set_page_lsn(&mut buf, generation);
+            seal_page(&mut buf);
+            pages.push((u64::from(page_no) * self.page_size.bytes() as u64, buf));
+        }
+        let slices: Vec<(u64, &[u8])> = pages.iter().map(|(o, p)| (*o, p.as_slice())).collect();
+        self.file.write_vectored_at(&slices)?;
+        self.file.sync_all()?;
+        self.generation = generation;
+        Ok(())
+    }
+}
+
+/// Page number of the `k`-th page of catalog copy `copy` (0 = A on odd pages, 1 = B on even).
+fn copy_page_no(copy: u32, k: u32) -> PageNo {
+    1 + copy + 2 * k
+}
+
+struct CatalogCopy {
+    generation: u64,
+    next_space_id: SpaceId,
+    next_index_id: u64,
+    entries: Vec<CatalogEntry>,
+}
+
+fn read_copy(file: &dyn PageFile, path: &Path, page_size: PageSize, copy: u32) -> Result<CatalogCopy> {
+    let mut k = 0;
+    let mut page_no = copy_page_no(copy, 0);
+    let mut result: Option<CatalogCopy> = None;
+    let mut buf = vec![0u8; page_size.bytes()];
+    loop {
+        let id = PageId::new(SYSTEM_SPACE, page_no);
+        file.read_at(&mut buf, u64::from(page_no) * page_size.bytes() as u64)?;
+        verify_page(&buf, id, page_size).map_err(|e| page_error(path, id, e))?;
+        let page = CatalogPage::read(&buf, page_size).map_err(|e| page_error(path, id, e))?;
+        let generation = page_lsn(&buf).unwrap_or(0);
+        match &mut result {
+            None => {
+                result = Some(CatalogCopy {
+                    generation,
+                    next_space_id: page.next_space_id,
+                    next_index_id: page.next_index_id,
+                    entries: page.entries,
+                });
+            }
+            Some(copy_so_far) => {
+                if copy_so_far.generation != generation {
+                    return Err(Error::Corrupt {
+                        file: path.to_owned(),
+                        what: format!("catalog copy {copy} mixes generations at page {page_no}"),
+                    });
+                }
+                copy_so_far.entries.extend(page.entries);
+            }
+        }
+        if page.next_catalog_page == FIL_NULL {
+            break;
+        }
+        k += 1;
+        if page.next_catalog_page != copy_page_no(copy, k) {
+            return Err(Error::Corrupt {
+                file: path.to_owned(),
+                what: format!("catalog copy {copy} links page {page_no} to {}", page.next_catalog_page),
+            });
+        }
+        page_no = page.next_catalog_page;
+    }
+    result.ok_or_else(|| Error::Corrupt { file: path.to_owned(), what: "empty catalog copy".into() })
+}

@@ -1,0 +1,409 @@
+//! The engine: opening a database directory, DDL, reads, writes, checkpoints, knobs.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::ops::RangeBounds;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+
+use barracuda_btree::{BTree, LogSink, PlaceholderLog, TreeContext};
+use barracuda_buffer_pool::{BufferPool, FreePagePolicy, PoolConfig, ReadAhead};
+use barracuda_page::{CatalogEntry, PageSize};
+
+use crate::alloc::SpaceAllocator;
+use crate::catalog::Catalog;
+use crate::error::{Error, Result};
+use crate::options::{EngineOptions, TableOptions};
+use crate::status::{EngineStatus, TableStatus};
+use crate::store::SpaceRegistry;
+use crate::table::{Range, Table, TableInner};
+use crate::tablespace::Tablespace;
+use crate::txn::Transaction;
+
+const LOCK_FILE: &str = "LOCK";
+const SYSTEM_FILE: &str = "system.ibs";
+const TABLES_DIR: &str = "tables";
+
+/// An open database. `Send + Sync`: share it between threads by reference or in an `Arc`.
+///
+/// ```
+/// use barracuda::{Engine, EngineOptions, TableOptions};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Engine::open(dir.path(), EngineOptions::default().buffer_pool_bytes(8 << 20))?;
+/// let docs = db.create_table("docs", TableOptions::default())?;
+/// let mut tx = db.begin();
+/// tx.put(&docs, b"k1", b"v1")?;
+/// tx.put(&docs, b"k2", b"v2")?;
+/// assert_eq!(tx.get(&docs, b"k1")?.as_deref(), Some(&b"v1"[..])); // read-your-writes
+/// tx.commit()?;
+/// assert_eq!(db.get(&docs, b"k2")?.as_deref(), Some(&b"v2"[..]));
+/// let keys: Vec<Vec<u8>> = db.range(&docs, b"k".as_slice()..)?.map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+/// assert_eq!(keys, vec![b"k1".to_vec(), b"k2".to_vec()]);
+/// db.close()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Engine {
+    pub(crate) inner: Arc<EngineInner>,
+}
+
+pub(crate) struct EngineInner {
+    pub(crate) dir: PathBuf,
+    pub(crate) options: EngineOptions,
+    pub(crate) page_size: PageSize,
+    pub(crate) pool: Arc<BufferPool>,
+    pub(crate) spaces: Arc<SpaceRegistry>,
+    pub(crate) log: Arc<PlaceholderLog>,
+    pub(crate) ctx: TreeContext,
+    pub(crate) catalog: Mutex<Catalog>,
+    pub(crate) tables: RwLock<HashMap<String, Arc<TableInner>>>,
+    /// Commits are applied one batch at a time (see [`Transaction::commit`]).
+    pub(crate) commit_lock: Mutex<()>,
+    pub(crate) read_only: Mutex<Option<String>>,
+    pub(crate) counters: Counters,
+    closed: AtomicBool,
+    _lock_file: File,
+}
+
+/// Operation counters for `status()` (InnoDB: Innodb_rows_read / _inserted / _deleted).
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) rows_read: AtomicU64,
+    pub(crate) rows_written: AtomicU64,
+    pub(crate) rows_deleted: AtomicU64,
+    pub(crate) commits: AtomicU64,
+    pub(crate) rollbacks: AtomicU64,
+    pub(crate) checkpoints: AtomicU64,
+}
+
+impl Engine {
+    /// Opens the database in `dir`, creating it when absent (unless
+    /// [`EngineOptions::create_if_missing`] is off). A second opener of the same directory, in
+    /// this process or another, gets [`Error::Locked`].
+    pub fn open(dir: impl AsRef<Path>, options: EngineOptions) -> Result<Self> {
+        let dir = dir.as_ref().to_owned();
+        let system_path = dir.join(SYSTEM_FILE);
+        let exists = system_path.exists();
+        if !exists && !options.create_if_missing {
+            return Err(Error::NotFound { dir });
+        }
+        std::fs::create_dir_all(dir.join(TABLES_DIR)).map_err(|e| Error::fs(&dir, e))?;
+        let lock_file = lock_dir(&dir)?;
+        let catalog = if exists {
+            Catalog::open(&system_path, options.io_backend)?
+        } else {
+            Catalog::create(&system_path, options.page_size, options.io_backend)?
+        };
+        let page_size = catalog.page_size();
+        let capacity = options.buffer_pool_bytes / page_size.bytes();
+        if capacity < 16 {
+            return Err(Error::InvalidOption(format!(
+                "buffer_pool_bytes {} holds {capacity} pages of {page_size}; at least 16 are needed",
+                options.buffer_pool_bytes
+            )));
+        }
+        if !(5..=95).contains(&options.old_blocks_pct) {
+            return Err(Error::InvalidOption(format!("old_blocks_pct {} is outside 5..=95", options.old_blocks_pct)));
+        }
+        let spaces = Arc::new(SpaceRegistry::default());
+        let config = PoolConfig::new(page_size)
+            .capacity_pages(capacity)
+            .lru_scan_depth(options.lru_scan_depth)
+            .old_blocks_pct(options.old_blocks_pct)
+            .old_blocks_time(options.old_blocks_time)
+            .policy(options.free_page_policy)
+            .read_ahead(ReadAhead { linear_threshold: options.read_ahead_threshold, random: options.random_read_ahead });
+        let pool = BufferPool::new(config, spaces.clone())?;
+        let log = Arc::new(PlaceholderLog::default());
+        let sink: Arc<dyn LogSink> = log.clone();
+        let alloc = Arc::new(SpaceAllocator::new(pool.clone(), spaces.clone(), sink.clone()));
+        let ctx = TreeContext::new(pool.clone(), alloc, sink);
+
+        let mut tables = HashMap::new();
+        for entry in catalog.entries.values() {
+            let options_of = TableOptions::decode(&entry.name, (entry.row_format, entry.key_block_size, entry.page_compression, entry.compression_level))?;
+            let path = table_path(&dir, &entry.name);
+            let space = Arc::new(Tablespace::open(&path, entry.space_id, page_size, options.io_backend)?);
+            spaces.insert(space);
+            let tree = BTree::open(ctx.clone(), entry.space_id, entry.root_page_no, entry.index_id);
+            tables.insert(entry.name.clone(), Arc::new(TableInner::new(entry.name.clone(), tree, options_of)));
+        }
+        Ok(Self {
+            inner: Arc::new(EngineInner {
+                dir,
+                options,
+                page_size,
+                pool,
+                spaces,
+                log,
+                ctx,
+                catalog: Mutex::new(catalog),
+                tables: RwLock::new(tables),
+                commit_lock: Mutex::new(()),
+                read_only: Mutex::new(None),
+                counters: Counters::default(),
+                closed: AtomicBool::new(false),
+                _lock_file: lock_file,
+            }),
+        })
+    }
+
+    /// The database directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The page size the database was created with.
+    pub fn page_size(&self) -> PageSize {
+        self.inner.page_size
+    }
+
+    /// Creates a table stored in its own tablespace `tables/<name>.ibd`.
+    ///
+    /// Names are 1–64 bytes of ASCII letters, digits, `_` and `-`. Options this version cannot
+    /// provide yet (row or page compression) are refused with [`Error::Unsupported`].
+    pub fn create_table(&self, name: &str, options: TableOptions) -> Result<Table> {
+        check_table_name(name)?;
+        options.check_supported()?;
+        self.check_writable()?;
+        let mut catalog = self.inner.catalog.lock();
+        if catalog.entries.contains_key(name) {
+            return Err(Error::TableExists(name.to_owned()));
+        }
+        let space_id = catalog.next_space_id;
+        let index_id = catalog.next_index_id;
+        let path = table_path(&self.inner.dir, name);
+        let space = Arc::new(Tablespace::create(&path, space_id, self.inner.page_size, self.inner.options.io_backend, Some(index_id))?);
+        let (row_format, key_block_size, page_compression, compression_level) = options.encode();
+        catalog.entries.insert(
+            name.to_owned(),
+            CatalogEntry { name: name.to_owned(), space_id, root_page_no: 1, index_id, row_format, key_block_size, page_compression, compression_level, flags: 0 },
+        );
+        catalog.next_space_id += 1;
+        catalog.next_index_id += 1;
+        if let Err(err) = catalog.save() {
+            catalog.entries.remove(name);
+            catalog.next_space_id -= 1;
+            catalog.next_index_id -= 1;
+            return Err(err);
+        }
+        self.inner.spaces.insert(space);
+        let tree = BTree::open(self.inner.ctx.clone(), space_id, 1, index_id);
+        let table = Arc::new(TableInner::new(name.to_owned(), tree, options));
+        self.inner.tables.write().insert(name.to_owned(), table.clone());
+        Ok(Table { inner: table })
+    }
+
+    /// A handle to an existing table.
+    pub fn table(&self, name: &str) -> Result<Table> {
+        self.inner.tables.read().get(name).map(|inner| Table { inner: inner.clone() }).ok_or_else(|| Error::NoSuchTable(name.to_owned()))
+    }
+
+    /// Alias of [`table`](Self::table).
+    pub fn open_table(&self, name: &str) -> Result<Table> {
+        self.table(name)
+    }
+
+    /// Names of all tables, sorted.
+    pub fn list_tables(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.inner.tables.read().keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Drops a table: removes it from the catalog, discards its pages from the pool and deletes
+    /// its file. Handles to it then fail with [`Error::StaleTable`].
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.check_writable()?;
+        let _commits = self.inner.commit_lock.lock();
+        let mut catalog = self.inner.catalog.lock();
+        let Some(entry) = catalog.entries.remove(name) else {
+            return Err(Error::NoSuchTable(name.to_owned()));
+        };
+        if let Err(err) = catalog.save() {
+            catalog.entries.insert(name.to_owned(), entry);
+            return Err(err);
+        }
+        if let Some(table) = self.inner.tables.write().remove(name) {
+            table.dropped.store(true, Ordering::Release);
+        }
+        self.inner.pool.discard_space(entry.space_id);
+        if let Some(space) = self.inner.spaces.remove(entry.space_id) {
+            std::fs::remove_file(space.path()).map_err(|e| Error::fs(space.path(), e))?;
+        }
+        Ok(())
+    }
+
+    /// Starts a write transaction: an atomic batch with read-your-writes.
+    pub fn begin(&self) -> Transaction<'_> {
+        Transaction::new(self)
+    }
+
+    /// Stores one row (a transaction of one put).
+    pub fn put(&self, table: &Table, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut tx = self.begin();
+        tx.put(table, key, value)?;
+        tx.commit()
+    }
+
+    /// Deletes one row (a transaction of one delete). Deleting an absent key is not an error.
+    pub fn delete(&self, table: &Table, key: &[u8]) -> Result<()> {
+        let mut tx = self.begin();
+        tx.delete(table, key)?;
+        tx.commit()
+    }
+
+    /// The value stored under `key`, if any.
+    pub fn get(&self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let tree = table.tree_of(self)?;
+        self.inner.counters.rows_read.fetch_add(1, Ordering::Relaxed);
+        tree.get(key).map_err(|e| Error::table(table.name(), e))
+    }
+
+    /// Iterates over the rows of `table` whose keys fall in `range` (any bounds over byte
+    /// slices), ascending; `.rev()` iterates descending.
+    pub fn range<'r, R: RangeBounds<&'r [u8]>>(&self, table: &Table, range: R) -> Result<Range> {
+        let tree = table.tree_of(self)?;
+        Ok(Range::new(table.name().to_owned(), tree.range(range)))
+    }
+
+    /// Writes every dirty page and syncs every file: after it returns, all committed data is on
+    /// disk (InnoDB: a sharp checkpoint).
+    pub fn checkpoint(&self) -> Result<()> {
+        let _commits = self.inner.commit_lock.lock();
+        self.inner.pool.flush_all()?;
+        for space in self.inner.spaces.all() {
+            space.sync()?;
+        }
+        self.inner.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Checkpoints and closes the database, releasing its lock.
+    pub fn close(self) -> Result<()> {
+        let result = self.checkpoint();
+        self.inner.closed.store(true, Ordering::Release);
+        self.inner.pool.shutdown();
+        result
+    }
+
+    /// A snapshot of the engine's state and counters; its `Display` reads like
+    /// `SHOW ENGINE INNODB STATUS`.
+    pub fn status(&self) -> EngineStatus {
+        let tables = self.inner.tables.read();
+        let mut table_status: Vec<TableStatus> = tables
+            .values()
+            .map(|t| {
+                let size_pages = self.inner.spaces.get(t.tree.space()).map_or(0, |s| s.size_pages());
+                TableStatus { name: t.name.clone(), space_id: t.tree.space(), size_pages, options: t.options }
+            })
+            .collect();
+        table_status.sort_by(|a, b| a.name.cmp(&b.name));
+        let c = &self.inner.counters;
+        EngineStatus {
+            page_size: self.inner.page_size,
+            pool: self.inner.pool.stats(),
+            current_lsn: self.inner.log.current_lsn(),
+            oldest_modification_lsn: self.inner.pool.oldest_modification(),
+            rows_read: c.rows_read.load(Ordering::Relaxed),
+            rows_written: c.rows_written.load(Ordering::Relaxed),
+            rows_deleted: c.rows_deleted.load(Ordering::Relaxed),
+            commits: c.commits.load(Ordering::Relaxed),
+            rollbacks: c.rollbacks.load(Ordering::Relaxed),
+            checkpoints: c.checkpoints.load(Ordering::Relaxed),
+            read_only: self.inner.read_only.lock().clone(),
+            tables: table_status,
+        }
+    }
+
+    /// Switches the free-page policy while the engine runs (Percona:
+    /// `SET GLOBAL innodb_empty_free_list_algorithm`).
+    pub fn set_free_page_policy(&self, policy: FreePagePolicy) {
+        self.inner.pool.set_free_page_policy(policy);
+    }
+
+    /// Sets `innodb_lru_scan_depth` at run time.
+    pub fn set_lru_scan_depth(&self, pages: usize) {
+        self.inner.pool.set_lru_scan_depth(pages);
+    }
+
+    /// Sets `innodb_old_blocks_pct` at run time (5–95).
+    pub fn set_old_blocks_pct(&self, pct: u32) -> Result<()> {
+        if !(5..=95).contains(&pct) {
+            return Err(Error::InvalidOption(format!("old_blocks_pct {pct} is outside 5..=95")));
+        }
+        self.inner.pool.set_old_blocks_pct(pct);
+        Ok(())
+    }
+
+    /// Sets `innodb_old_blocks_time` at run time.
+    pub fn set_old_blocks_time(&self, time: Duration) {
+        self.inner.pool.set_old_blocks_time(time);
+    }
+
+    /// Turns linear read-ahead on (threshold in pages) or off, and random read-ahead on or off,
+    /// without a restart (`innodb_read_ahead_threshold`, `innodb_random_read_ahead`).
+    pub fn set_read_ahead(&self, linear_threshold: Option<u32>, random: bool) {
+        self.inner.pool.set_read_ahead(ReadAhead { linear_threshold, random });
+    }
+
+    /// Verifies the B-tree of `table` (order, levels, links, overflow chains) and returns its
+    /// shape. Meant for a quiescent table.
+    pub fn check_table(&self, table: &Table) -> Result<barracuda_btree::TreeStats> {
+        table.tree_of(self)?.check().map_err(|e| Error::table(table.name(), e))
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        match &*self.inner.read_only.lock() {
+            Some(why) => Err(Error::ReadOnly(why.clone())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for EngineInner {
+    fn drop(&mut self) {
+        if !self.closed.load(Ordering::Acquire) {
+            // Not closed explicitly: write back what we can so a clean process exit keeps data.
+            if let Err(err) = self.pool.flush_all() {
+                tracing::error!(%err, "flushing the buffer pool at drop failed");
+            }
+            for space in self.spaces.all() {
+                if let Err(err) = space.sync() {
+                    tracing::error!(%err, "syncing a tablespace at drop failed");
+                }
+            }
+            self.pool.shutdown();
+        }
+    }
+}
+
+fn lock_dir(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| Error::fs(&path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked { dir: dir.to_owned() }),
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::fs(&path, e)),
+    }
+}
+
+fn table_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(TABLES_DIR).join(format!("{name}.ibd"))
+}
+
+fn check_table_name(name: &str) -> Result<()> {
+    let why = "1 to 64 bytes of ASCII letters, digits, '_' and '-'";
+    let ok = !name.is_empty()
+        && name.len() <= barracuda_page::catalog::MAX_NAME_LEN
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidTableName { name: name.to_owned(), why })
+    }
+}

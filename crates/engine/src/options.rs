@@ -1,0 +1,287 @@
+//! Engine and table options. Persisted table options are small types with an explicit
+//! encoding into catalog fields and a round-trip test beside them.
+
+use std::time::Duration;
+
+use barracuda_buffer_pool::FreePagePolicy;
+use barracuda_page::PageSize;
+
+use crate::error::{Error, Result};
+
+/// When a committed transaction is durable.
+///
+/// Until the redo log lands (next issue), data reaches disk at [`Engine::checkpoint`] and
+/// [`Engine::close`]; the setting is stored and reported so that programs written now keep their
+/// meaning (InnoDB: `innodb_flush_log_at_trx_commit` = 1 / 2 / 0).
+///
+/// [`Engine::checkpoint`]: crate::Engine::checkpoint
+/// [`Engine::close`]: crate::Engine::close
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Sync the log at every commit (InnoDB `=1`). Default.
+    #[default]
+    SyncEachCommit,
+    /// Write the log at every commit, sync it once a second (InnoDB `=2`).
+    SyncEverySecond,
+    /// Leave writing and syncing to the background (InnoDB `=0`).
+    Background,
+}
+
+/// Options of [`Engine::open`](crate::Engine::open). By-value builder.
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    pub(crate) page_size: PageSize,
+    pub(crate) buffer_pool_bytes: usize,
+    pub(crate) free_page_policy: FreePagePolicy,
+    pub(crate) lru_scan_depth: usize,
+    pub(crate) old_blocks_pct: u32,
+    pub(crate) old_blocks_time: Duration,
+    pub(crate) read_ahead_threshold: Option<u32>,
+    pub(crate) random_read_ahead: bool,
+    pub(crate) durability: Durability,
+    pub(crate) create_if_missing: bool,
+    pub(crate) io_backend: barracuda_io::Backend,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self {
+            page_size: PageSize::K16,
+            buffer_pool_bytes: 128 << 20,
+            free_page_policy: FreePagePolicy::Eager,
+            lru_scan_depth: 1024,
+            old_blocks_pct: 37,
+            old_blocks_time: Duration::from_millis(1000),
+            read_ahead_threshold: Some(56),
+            random_read_ahead: false,
+            durability: Durability::SyncEachCommit,
+            create_if_missing: true,
+            io_backend: barracuda_io::Backend::Std,
+        }
+    }
+}
+
+impl EngineOptions {
+    /// Page size of a *new* database. Default = 16 KiB; 4–64 KiB. An existing database keeps the
+    /// size it was created with (InnoDB: `innodb_page_size`).
+    #[must_use]
+    pub fn page_size(mut self, size: PageSize) -> Self {
+        self.page_size = size;
+        self
+    }
+
+    /// Buffer pool size in bytes. Default = 128 MiB; at least 16 pages
+    /// (InnoDB: `innodb_buffer_pool_size`).
+    #[must_use]
+    pub fn buffer_pool_bytes(mut self, bytes: usize) -> Self {
+        self.buffer_pool_bytes = bytes;
+        self
+    }
+
+    /// What a thread does when it needs a free frame and the free list is empty.
+    /// Default = [`FreePagePolicy::Eager`] (Percona: `innodb_empty_free_list_algorithm`).
+    #[must_use]
+    pub fn free_page_policy(mut self, policy: FreePagePolicy) -> Self {
+        self.free_page_policy = policy;
+        self
+    }
+
+    /// Pages the LRU manager scans per round. Default = 1024 (InnoDB: `innodb_lru_scan_depth`).
+    #[must_use]
+    pub fn lru_scan_depth(mut self, pages: usize) -> Self {
+        self.lru_scan_depth = pages;
+        self
+    }
+
+    /// Share of the LRU kept as the old sublist, percent. Default = 37; 5–95
+    /// (InnoDB: `innodb_old_blocks_pct`).
+    #[must_use]
+    pub fn old_blocks_pct(mut self, pct: u32) -> Self {
+        self.old_blocks_pct = pct;
+        self
+    }
+
+    /// How long a page must stay in the old sublist after its first access before another access
+    /// makes it young. Default = 1 s (InnoDB: `innodb_old_blocks_time`).
+    #[must_use]
+    pub fn old_blocks_time(mut self, time: Duration) -> Self {
+        self.old_blocks_time = time;
+        self
+    }
+
+    /// Linear read-ahead threshold (pages of an extent accessed in order), `None` = off.
+    /// Default = 56 (InnoDB: `innodb_read_ahead_threshold`).
+    #[must_use]
+    pub fn read_ahead_threshold(mut self, pages: Option<u32>) -> Self {
+        self.read_ahead_threshold = pages;
+        self
+    }
+
+    /// Random read-ahead. Default = off (InnoDB: `innodb_random_read_ahead`).
+    #[must_use]
+    pub fn random_read_ahead(mut self, on: bool) -> Self {
+        self.random_read_ahead = on;
+        self
+    }
+
+    /// When commits are durable. Default = [`Durability::SyncEachCommit`].
+    #[must_use]
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Create the database when `dir` holds none. Default = true.
+    #[must_use]
+    pub fn create_if_missing(mut self, create: bool) -> Self {
+        self.create_if_missing = create;
+        self
+    }
+
+    /// File back end: pread/pwrite (default), O_DIRECT, io_uring or automatic choice.
+    #[must_use]
+    pub fn io_backend(mut self, backend: barracuda_io::Backend) -> Self {
+        self.io_backend = backend;
+        self
+    }
+}
+
+/// How rows are stored in a table's pages (InnoDB: `ROW_FORMAT`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RowFormat {
+    /// Plain pages; large values off-page (InnoDB: `DYNAMIC`). Default.
+    #[default]
+    Dynamic,
+    /// Compressed B-tree pages of `key_block_size` KiB (1, 2, 4, 8 or 16)
+    /// (InnoDB: `ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=n`). Not available yet: refused with
+    /// [`Error::Unsupported`].
+    Compressed {
+        /// Compressed page size in KiB.
+        key_block_size: u8,
+    },
+}
+
+/// Compression of whole pages just before they are written, with hole punching
+/// (MariaDB: `PAGE_COMPRESSED`). Not available yet: refused with [`Error::Unsupported`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageCompression {
+    /// zlib at `level` 1–9.
+    Zlib {
+        /// Compression level.
+        level: u8,
+    },
+    /// LZ4 block format.
+    Lz4,
+}
+
+/// Options of one table, stored in the catalog. By-value builder.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TableOptions {
+    pub(crate) row_format: RowFormat,
+    pub(crate) page_compression: Option<PageCompression>,
+}
+
+impl TableOptions {
+    /// Row format. Default = [`RowFormat::Dynamic`].
+    #[must_use]
+    pub fn row_format(mut self, format: RowFormat) -> Self {
+        self.row_format = format;
+        self
+    }
+
+    /// Page compression. Default = `None`.
+    #[must_use]
+    pub fn page_compression(mut self, compression: Option<PageCompression>) -> Self {
+        self.page_compression = compression;
+        self
+    }
+
+    /// The row format set.
+    pub fn get_row_format(&self) -> RowFormat {
+        self.row_format
+    }
+
+    /// The page compression set.
+    pub fn get_page_compression(&self) -> Option<PageCompression> {
+        self.page_compression
+    }
+
+    /// Refuses what this version cannot store yet, naming the option.
+    pub(crate) fn check_supported(&self) -> Result<()> {
+        if let RowFormat::Compressed { key_block_size } = self.row_format {
+            return Err(Error::Unsupported(format!(
+                "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE={key_block_size} is not available yet"
+            )));
+        }
+        if let Some(compression) = self.page_compression {
+            return Err(Error::Unsupported(format!(
+                "page compression {compression:?} is not available yet"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Catalog encoding: `(row_format, key_block_size, page_compression, level)`.
+    // Format: row_format u8 (0 dynamic, 1 compressed) | key_block_size u8 (KiB, 0 = none)
+    //       | page_compression u8 (0 none, 1 zlib, 2 lz4) | level u8 (zlib level, else 0)
+    pub(crate) fn encode(&self) -> (u8, u8, u8, u8) {
+        let (row_format, key_block_size) = match self.row_format {
+            RowFormat::Dynamic => (0, 0),
+            RowFormat::Compressed { key_block_size } => (1, key_block_size),
+        };
+        let (compression, level) = match self.page_compression {
+            None => (0, 0),
+            Some(PageCompression::Zlib { level }) => (1, level),
+            Some(PageCompression::Lz4) => (2, 0),
+        };
+        (row_format, key_block_size, compression, level)
+    }
+
+    /// Decodes catalog fields; unknown values are an error naming the table.
+    pub(crate) fn decode(table: &str, fields: (u8, u8, u8, u8)) -> Result<Self> {
+        let (row_format, key_block_size, compression, level) = fields;
+        let bad = |what: String| Error::Corrupt { file: "system.ibs".into(), what: format!("table {table}: {what}") };
+        let row_format = match (row_format, key_block_size) {
+            (0, 0) => RowFormat::Dynamic,
+            (1, k @ (1 | 2 | 4 | 8 | 16)) => RowFormat::Compressed { key_block_size: k },
+            (f, k) => return Err(bad(format!("unknown row format {f} / key block size {k}"))),
+        };
+        let page_compression = match (compression, level) {
+            (0, _) => None,
+            (1, l @ 1..=9) => Some(PageCompression::Zlib { level: l }),
+            (2, _) => Some(PageCompression::Lz4),
+            (c, l) => return Err(bad(format!("unknown page compression {c} level {l}"))),
+        };
+        Ok(Self { row_format, page_compression })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_options_round_trip_through_catalog_fields() {
+        let all = [
+            TableOptions::default(),
+            TableOptions::default().row_format(RowFormat::Compressed { key_block_size: 8 }),
+            TableOptions::default().page_compression(Some(PageCompression::Lz4)),
+            TableOptions::default().page_compression(Some(PageCompression::Zlib { level: 6 })),
+        ];
+        for options in all {
+            assert_eq!(TableOptions::decode("t", options.encode()).unwrap(), options);
+        }
+        assert!(TableOptions::decode("t", (7, 0, 0, 0)).is_err());
+        assert!(TableOptions::decode("t", (1, 3, 0, 0)).is_err());
+        assert!(TableOptions::decode("t", (0, 0, 1, 0)).is_err());
+    }
+
+    #[test]
+    fn compressed_formats_are_refused_until_implemented() {
+        let compressed = TableOptions::default().row_format(RowFormat::Compressed { key_block_size: 4 });
+        assert!(matches!(compressed.check_supported(), Err(Error::Unsupported(_))));
+        let punched = TableOptions::default().page_compression(Some(PageCompression::Lz4));
+        assert!(matches!(punched.check_supported(), Err(Error::Unsupported(_))));
+        assert!(TableOptions::default().check_supported().is_ok());
+    }
+}

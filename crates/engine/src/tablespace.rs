@@ -1,0 +1,147 @@
+//! One tablespace file: page I/O with sealing on the way out and verification on the way in.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use barracuda_io::{open_file, Backend, OpenOptions, PageFile};
+use barracuda_page::{
+    seal_page, verify_page, FileHeader, IndexPage, PageError, PageId, PageNo, PageSize, PageType,
+    SpaceHeader, SpaceId,
+};
+
+use crate::error::{Error, Result};
+
+/// A tablespace file of fixed-size pages. Page `n` lives at byte `n * page_size`.
+pub(crate) struct Tablespace {
+    space_id: SpaceId,
+    path: PathBuf,
+    file: Arc<dyn PageFile>,
+    page_size: PageSize,
+    /// The high-water mark of page 0, cached for read-ahead and `status`.
+    size_pages: AtomicU32,
+}
+
+impl std::fmt::Debug for Tablespace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tablespace").field("space_id", &self.space_id).field("path", &self.path).finish()
+    }
+}
+
+impl Tablespace {
+    /// Creates the file with page 0 (space header, first extent reserved) and, when `root` is
+    /// given, an empty B-tree root at page 1 of index `root`, then syncs it: a table exists on
+    /// disk complete or not at all, before the catalog names it.
+    pub(crate) fn create(
+        path: &Path,
+        space_id: SpaceId,
+        page_size: PageSize,
+        backend: Backend,
+        root_index: Option<u64>,
+    ) -> Result<Self> {
+        let file = open_file(path, &OpenOptions::new().create(true).truncate(true), backend)?;
+        let extent = page_size.pages_per_extent();
+        let header = SpaceHeader { space_id, page_size, flags: 0, size_in_pages: extent, free_hint: 1 };
+        let mut page0 = vec![0u8; page_size.bytes()];
+        header.format(&mut page0).map_err(|e| page_error(path, PageId::new(space_id, 0), e))?;
+        let mut writes = vec![(0u64, page0)];
+        if let Some(index_id) = root_index {
+            let root_id = PageId::new(space_id, 1);
+            barracuda_page::AllocationBitmap::open(&mut writes[0].1[..], page_size)
+                .and_then(|mut bitmap| bitmap.set_used(1, true))
+                .map_err(|e| page_error(path, root_id, e))?;
+            let mut root = vec![0u8; page_size.bytes()];
+            IndexPage::init(&mut root[..], page_size, root_id, 0, index_id)
+                .map_err(|e| page_error(path, root_id, e))?;
+            writes.push((page_size.bytes() as u64, root));
+        }
+        for (_, page) in &mut writes {
+            seal_page(page);
+        }
+        let slices: Vec<(u64, &[u8])> = writes.iter().map(|(off, p)| (*off, p.as_slice())).collect();
+        file.set_len(u64::from(extent) * page_size.bytes() as u64)?;
+        file.write_vectored_at(&slices)?;
+        file.sync_all()?;
+        Ok(Self { space_id, path: path.to_owned(), file, page_size, size_pages: AtomicU32::new(extent) })
+    }
+
+    /// Opens an existing tablespace, checking its page 0 against the expected id and page size.
+    pub(crate) fn open(path: &Path, space_id: SpaceId, page_size: PageSize, backend: Backend) -> Result<Self> {
+        let file = open_file(path, &OpenOptions::new(), backend)?;
+        let mut page0 = vec![0u8; page_size.bytes()];
+        let id = PageId::new(space_id, 0);
+        file.read_at(&mut page0, 0)?;
+        verify_page(&page0, id, page_size).map_err(|e| page_error(path, id, e))?;
+        let header = SpaceHeader::read(&page0, page_size).map_err(|e| page_error(path, id, e))?;
+        Ok(Self {
+            space_id,
+            path: path.to_owned(),
+            file,
+            page_size,
+            size_pages: AtomicU32::new(header.size_in_pages),
+        })
+    }
+
+    pub(crate) fn space_id(&self) -> SpaceId {
+        self.space_id
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn file(&self) -> &Arc<dyn PageFile> {
+        &self.file
+    }
+
+    pub(crate) fn size_pages(&self) -> u32 {
+        self.size_pages.load(Ordering::Acquire)
+    }
+
+    /// Extends the file to `pages` pages (file growth happens an extent at a time).
+    pub(crate) fn grow_to(&self, pages: u32) -> Result<()> {
+        self.file.set_len(u64::from(pages) * self.page_size.bytes() as u64)?;
+        self.size_pages.fetch_max(pages, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Reads page `page_no` and verifies it: checksum, LSN, identity, and for index pages the
+    /// whole record structure, so that pages in the pool can be trusted.
+    pub(crate) fn read_page(&self, page_no: PageNo, buf: &mut [u8]) -> Result<()> {
+        let id = PageId::new(self.space_id, page_no);
+        self.file.read_at(buf, self.offset(page_no))?;
+        verify_page(buf, id, self.page_size).map_err(|e| page_error(&self.path, id, e))?;
+        let header = FileHeader::read(buf).map_err(|e| page_error(&self.path, id, e))?;
+        if header.page_type == PageType::Index {
+            IndexPage::open(&*buf, self.page_size).map_err(|e| page_error(&self.path, id, e))?;
+        }
+        Ok(())
+    }
+
+    /// Seals copies of the pages (checksum, trailer) and writes them in one vectored call.
+    pub(crate) fn write_pages(&self, pages: &[(PageNo, &[u8])]) -> Result<()> {
+        let mut sealed: Vec<(u64, Vec<u8>)> = Vec::with_capacity(pages.len());
+        for (page_no, image) in pages {
+            let mut copy = image.to_vec();
+            seal_page(&mut copy);
+            sealed.push((self.offset(*page_no), copy));
+        }
+        let slices: Vec<(u64, &[u8])> = sealed.iter().map(|(off, p)| (*off, p.as_slice())).collect();
+        self.file.write_vectored_at(&slices)?;
+        Ok(())
+    }
+
+    /// Makes everything written so far durable.
+    pub(crate) fn sync(&self) -> Result<()> {
+        self.file.sync_data()?;
+        Ok(())
+    }
+
+    fn offset(&self, page_no: PageNo) -> u64 {
+        u64::from(page_no) * self.page_size.bytes() as u64
+    }
+}
+
+pub(crate) fn page_error(path: &Path, page: PageId, source: PageError) -> Error {
+    Error::Page { file: path.to_owned(), page, source }
+}

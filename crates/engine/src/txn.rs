@@ -1,0 +1,135 @@
+//! Write transactions: atomic batches with read-your-writes.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::table::{Table, TableInner};
+
+/// A batch of writes applied all together at [`commit`](Self::commit), or not at all.
+///
+/// Reads through the transaction see its own writes first. Until commit nothing is visible to
+/// others. Commits are applied one batch at a time; a reader running while a batch is applied
+/// may see part of it (there is no MVCC yet — it comes with undo logs). If applying fails
+/// part-way (an I/O error), the engine turns read-only rather than let anything build on a
+/// half-applied batch; the redo log (next issue) makes the batch one log record instead.
+pub struct Transaction<'e> {
+    engine: &'e Engine,
+    /// Per table (keyed by name, holding its handle), key → new value (`None` = delete).
+    writes: BTreeMap<String, (Arc<TableInner>, BTreeMap<Vec<u8>, Option<Vec<u8>>>)>,
+    finished: bool,
+}
+
+impl<'e> Transaction<'e> {
+    pub(crate) fn new(engine: &'e Engine) -> Self {
+        Self { engine, writes: BTreeMap::new(), finished: false }
+    }
+
+    fn table_writes(&mut self, table: &Table) -> Result<&mut BTreeMap<Vec<u8>, Option<Vec<u8>>>> {
+        table.tree_of(self.engine)?;
+        let entry = self
+            .writes
+            .entry(table.name().to_owned())
+            .or_insert_with(|| (table.inner.clone(), BTreeMap::new()));
+        if !Arc::ptr_eq(&entry.0, &table.inner) {
+            return Err(Error::StaleTable(table.name().to_owned()));
+        }
+        Ok(&mut entry.1)
+    }
+
+    /// Stages `key → value`. Keys over the limit are refused now, not at commit.
+    pub fn put(&mut self, table: &Table, key: &[u8], value: &[u8]) -> Result<()> {
+        check_key(self.engine, table, key)?;
+        self.table_writes(table)?.insert(key.to_vec(), Some(value.to_vec()));
+        Ok(())
+    }
+
+    /// Stages the deletion of `key`.
+    pub fn delete(&mut self, table: &Table, key: &[u8]) -> Result<()> {
+        check_key(self.engine, table, key)?;
+        self.table_writes(table)?.insert(key.to_vec(), None);
+        Ok(())
+    }
+
+    /// Reads `key`, seeing this transaction's own staged writes first.
+    pub fn get(&self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some((_, writes)) = self.writes.get(table.name()) {
+            if let Some(staged) = writes.get(key) {
+                return Ok(staged.clone());
+            }
+        }
+        self.engine.get(table, key)
+    }
+
+    /// Number of staged writes.
+    pub fn len(&self) -> usize {
+        self.writes.values().map(|(_, w)| w.len()).sum()
+    }
+
+    /// Whether nothing is staged.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Applies every staged write. On success all of them are visible; durability follows the
+    /// engine's checkpoints until the redo log lands.
+    pub fn commit(mut self) -> Result<()> {
+        self.finished = true;
+        let writes = std::mem::take(&mut self.writes);
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let inner = &self.engine.inner;
+        let _commit = inner.commit_lock.lock();
+        self.engine.check_writable()?;
+        // Validate all handles before applying anything.
+        for (name, (table, _)) in &writes {
+            if table.dropped.load(Ordering::Acquire) {
+                return Err(Error::StaleTable(name.clone()));
+            }
+        }
+        let (mut written, mut deleted) = (0u64, 0u64);
+        for (name, (table, rows)) in &writes {
+            for (key, value) in rows {
+                let result = match value {
+                    Some(value) => table.tree.put(key, value).map(|_| written += 1),
+                    None => table.tree.delete(key).map(|_| deleted += 1),
+                };
+                if let Err(err) = result {
+                    let err = Error::table(name, err);
+                    *inner.read_only.lock() = Some(format!("commit failed part-way: {err}"));
+                    return Err(err);
+                }
+            }
+        }
+        inner.counters.rows_written.fetch_add(written, Ordering::Relaxed);
+        inner.counters.rows_deleted.fetch_add(deleted, Ordering::Relaxed);
+        inner.counters.commits.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Discards every staged write.
+    pub fn rollback(mut self) {
+        self.finished = true;
+        self.writes.clear();
+        self.engine.inner.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.engine.inner.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn check_key(engine: &Engine, table: &Table, key: &[u8]) -> Result<()> {
+    let max = barracuda_btree::max_key_len(engine.page_size());
+    if key.len() > max {
+        return Err(Error::KeyTooLong { table: table.name().to_owned(), len: key.len(), max });
+    }
+    Ok(())
+}

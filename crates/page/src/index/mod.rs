@@ -1,0 +1,411 @@
+//! The B+tree index page: an index header, a record heap growing up from the header and a
+//! sorted slot directory of u16 record offsets growing down from the trailer.
+//!
+//! ```text
+//! 0        38             72                      heap_top        dir_start         P-8    P
+//! | FIL hdr | index header | records (heap) ...  | free space ... | slots n-1 .. 0 | trailer |
+//! ```
+//! Slot `i` (the `i`-th smallest key) is the u16 at `P - 8 - 2 * (i + 1)`. Binary search runs over
+//! the slots; there are no per-record chains (InnoDB keeps a singly linked record list and a sparse
+//! directory; a dense directory makes search and positional access direct).
+//!
+//! [`IndexPage::open`] validates the whole structure once, so that every accessor afterwards is
+//! infallible. Mutations keep the page valid and leave it unchanged when they fail.
+
+mod mutate;
+mod record;
+mod split;
+#[cfg(test)]
+mod tests;
+
+pub use record::{
+    Record, RecordRef, ValueRef, CHILD_HEADER_SIZE, INLINE_HEADER_SIZE, OVERFLOW_HEADER_SIZE,
+};
+pub use split::{SplitPoint, SEQUENTIAL_SPLIT_THRESHOLD};
+
+use crate::bytes::{u16_at, u64_at, u8_at};
+use crate::error::PageError;
+use crate::header::{
+    check_type, claimed_page_id, FileHeader, PageType, FIL_HEADER_SIZE, FIL_TRAILER_SIZE,
+};
+use crate::ids::{Lsn, PageId, PageNo, PageSize};
+
+/// Offset of the level (u16, 0 = leaf).
+pub const OFF_LEVEL: usize = FIL_HEADER_SIZE;
+/// Offset of the record count (u16).
+pub const OFF_N_RECS: usize = FIL_HEADER_SIZE + 2;
+/// Offset of the heap top (u16): first byte after the last record of the heap.
+pub const OFF_HEAP_TOP: usize = FIL_HEADER_SIZE + 4;
+/// Offset of the garbage byte count (u16): heap bytes held by removed or replaced records.
+pub const OFF_GARBAGE: usize = FIL_HEADER_SIZE + 6;
+/// Offset of the flags (u16, reserved, MUST be 0).
+pub const OFF_FLAGS: usize = FIL_HEADER_SIZE + 8;
+/// Offset of the index id (u64).
+pub const OFF_INDEX_ID: usize = FIL_HEADER_SIZE + 10;
+/// Offset of the last-insert hint (u16 slot position, `0xFFFF` = none). InnoDB: PAGE_LAST_INSERT.
+pub const OFF_LAST_INSERT: usize = FIL_HEADER_SIZE + 18;
+/// Offset of the insert direction (u8: 0 none, 1 ascending, 2 descending). InnoDB: PAGE_DIRECTION.
+pub const OFF_DIRECTION: usize = FIL_HEADER_SIZE + 20;
+/// Offset of the number of consecutive inserts in that direction (u16). InnoDB: PAGE_N_DIRECTION.
+pub const OFF_N_DIRECTION: usize = FIL_HEADER_SIZE + 22;
+/// Offset of a reserved u64 (MUST be 0), kept for a max transaction id (InnoDB: PAGE_MAX_TRX_ID).
+pub const OFF_MAX_TRX_ID: usize = FIL_HEADER_SIZE + 26;
+/// First byte of the record heap (end of the index header).
+pub const HEAP_START: usize = FIL_HEADER_SIZE + 34;
+/// Bytes of one slot in the slot directory.
+pub const SLOT_SIZE: usize = 2;
+/// Value of the last-insert hint when there is none.
+pub(crate) const NO_LAST_INSERT: u16 = u16::MAX;
+
+/// Bytes of an index page available to records and slots: the page minus the file header, the
+/// index header and the trailer.
+pub const fn index_capacity(page_size: PageSize) -> usize {
+    page_size.bytes() - HEAP_START - FIL_TRAILER_SIZE
+}
+
+/// The longest key an index page accepts: `page_size / 8` bytes (2048 at 16 KiB, 512 at 4 KiB).
+pub const fn max_key_len(page_size: PageSize) -> usize {
+    page_size.bytes() / 8
+}
+
+/// The largest record an index page accepts, in bytes *including its 2-byte slot*: a quarter of
+/// [`index_capacity`] (4076 bytes at 16 KiB, 1004 at 4 KiB), so that any four records fit in an
+/// empty page and a split always leaves room for the record being inserted.
+///
+/// A leaf record whose inline form is larger must store its value off-page (see
+/// [`max_inline_value_len`]); a key of up to [`max_key_len`] bytes always fits as an overflow
+/// record with an empty prefix, or as a child pointer.
+pub const fn max_record_size(page_size: PageSize) -> usize {
+    index_capacity(page_size) / 4
+}
+
+/// The longest value that can be stored inline with a key of `key_len` bytes (0 if even an
+/// empty value does not fit). Longer values go to an overflow chain.
+pub const fn max_inline_value_len(page_size: PageSize, key_len: usize) -> usize {
+    max_record_size(page_size).saturating_sub(SLOT_SIZE + INLINE_HEADER_SIZE + key_len)
+}
+
+/// The longest inline prefix an overflow record with a key of `key_len` bytes can keep.
+pub const fn max_overflow_prefix_len(page_size: PageSize, key_len: usize) -> usize {
+    max_record_size(page_size).saturating_sub(SLOT_SIZE + OVERFLOW_HEADER_SIZE + key_len)
+}
+
+/// Bytes a record costs in an index page, including its slot.
+pub const fn record_size(record: &Record<'_>) -> usize {
+    record.encoded_len() + SLOT_SIZE
+}
+
+/// A validated view of an index page held in `B` (`&[u8]`, `&mut [u8]`, `Vec<u8>`, a pool frame...).
+///
+/// Obtained with [`open`](Self::open) (full validation, for pages read from disk),
+/// [`init`](Self::init) (a new empty page) or [`open_trusted`](Self::open_trusted). Reading
+/// methods are available for `B: AsRef<[u8]>`, mutating ones for `B: AsRef<[u8]> + AsMut<[u8]>`.
+#[derive(Clone, Debug)]
+pub struct IndexPage<B> {
+    buf: B,
+    page_size: PageSize,
+}
+
+impl<B: AsRef<[u8]>> IndexPage<B> {
+    /// Opens an index page after validating its whole structure: size and page type, header
+    /// bounds, every slot and record in bounds and well-formed, records not overlapping, byte
+    /// accounting (`live + garbage == heap`), record kinds matching the level, keys within
+    /// [`max_key_len`] and strictly increasing. Never panics, whatever the bytes.
+    ///
+    /// Cost is linear in the page size. Does not verify the checksum (see
+    /// [`verify_page`](crate::verify_page)).
+    pub fn open(buf: B, page_size: PageSize) -> Result<Self, PageError> {
+        let page = Self::open_trusted(buf, page_size)?;
+        page.validate()?;
+        Ok(page)
+    }
+
+    /// Opens an index page checking only its size, page type and header bounds (O(1)).
+    ///
+    /// Use it for a page that passed [`open`](Self::open) when it was read and has been changed
+    /// only through this API since. On a page that would not pass `open`, no method panics
+    /// (except on out-of-range indexes, as documented), but results are unspecified.
+    pub fn open_trusted(buf: B, page_size: PageSize) -> Result<Self, PageError> {
+        check_type(buf.as_ref(), page_size, PageType::Index)?;
+        let page = Self { buf, page_size };
+        let id = page.page_id();
+        let heap_top = page.heap_top();
+        if heap_top < HEAP_START {
+            return Err(PageError::corrupt(
+                id,
+                format!("heap top {heap_top} inside the header"),
+            ));
+        }
+        let dir_start = (page_size.bytes() - FIL_TRAILER_SIZE).checked_sub(SLOT_SIZE * page.len());
+        if dir_start.is_none_or(|d| d < heap_top) {
+            return Err(PageError::corrupt(
+                id,
+                format!("{} slots overlap the heap ending at {heap_top}", page.len()),
+            ));
+        }
+        if page.garbage() > heap_top - HEAP_START {
+            return Err(PageError::corrupt(
+                id,
+                format!("garbage {} larger than the heap", page.garbage()),
+            ));
+        }
+        Ok(page)
+    }
+
+    fn validate(&self) -> Result<(), PageError> {
+        let id = self.page_id();
+        let bad = |what: String| Err(PageError::corrupt(id, what));
+        let b = self.buf.as_ref();
+        if u16_at(b, OFF_FLAGS) != Some(0) || u64_at(b, OFF_MAX_TRX_ID) != Some(0) {
+            return bad("reserved index header field is not zero".into());
+        }
+        if u8_at(b, OFF_DIRECTION).is_none_or(|d| d > 2) {
+            return bad("invalid insert direction".into());
+        }
+        let heap_top = self.heap_top();
+        let max_key = max_key_len(self.page_size);
+        let max_rec = max_record_size(self.page_size);
+        let mut extents = Vec::with_capacity(self.len());
+        let mut prev_key: Option<&[u8]> = None;
+        for i in 0..self.len() {
+            let off = self.slot(i);
+            if off < HEAP_START || off >= heap_top {
+                return bad(format!("slot {i} points to {off}, outside the heap"));
+            }
+            let (rec, len) = match Record::decode(b, off, heap_top) {
+                Ok(r) => r,
+                Err(what) => return bad(format!("record {i} at {off}: {what}")),
+            };
+            if rec.is_child() != (self.level() > 0) {
+                return bad(format!(
+                    "record {i} kind does not match level {}",
+                    self.level()
+                ));
+            }
+            if rec.key.len() > max_key {
+                return bad(format!(
+                    "record {i} key of {} bytes > {max_key}",
+                    rec.key.len()
+                ));
+            }
+            if len + SLOT_SIZE > max_rec {
+                return bad(format!(
+                    "record {i} of {len} bytes exceeds the record limit"
+                ));
+            }
+            if prev_key.is_some_and(|p| p >= rec.key) {
+                return bad(format!("keys not strictly increasing at record {i}"));
+            }
+            prev_key = Some(rec.key);
+            extents.push((off, off + len));
+        }
+        extents.sort_unstable();
+        let mut live = 0usize;
+        let mut end = HEAP_START;
+        for &(start, stop) in &extents {
+            if start < end {
+                return bad(format!("record at {start} overlaps the one before it"));
+            }
+            live += stop - start;
+            end = stop;
+        }
+        if live + self.garbage() != heap_top - HEAP_START {
+            return bad(format!(
+                "live {live} + garbage {} bytes != heap of {} bytes",
+                self.garbage(),
+                heap_top - HEAP_START
+            ));
+        }
+        Ok(())
+    }
+
+    /// The page size this page was opened with.
+    pub fn page_size(&self) -> PageSize {
+        self.page_size
+    }
+
+    /// The raw page bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.buf.as_ref()
+    }
+
+    /// Gives back the buffer.
+    pub fn into_inner(self) -> B {
+        self.buf
+    }
+
+    /// The decoded file header (infallible: the type was checked when opening).
+    pub fn file_header(&self) -> FileHeader {
+        FileHeader::read(self.as_bytes())
+            .unwrap_or_else(|_| FileHeader::new(self.page_id(), PageType::Index))
+    }
+
+    /// The page id claimed by the file header.
+    pub fn page_id(&self) -> PageId {
+        claimed_page_id(self.as_bytes())
+    }
+
+    /// Previous page on the same level, or `FIL_NULL`.
+    pub fn prev(&self) -> PageNo {
+        self.file_header().prev
+    }
+
+    /// Next page on the same level, or `FIL_NULL`.
+    pub fn next(&self) -> PageNo {
+        self.file_header().next
+    }
+
+    /// The page LSN.
+    pub fn page_lsn(&self) -> Lsn {
+        self.file_header().lsn
+    }
+
+    fn hdr_u16(&self, off: usize) -> u16 {
+        u16_at(self.as_bytes(), off).unwrap_or(0)
+    }
+
+    /// The level in the tree: 0 for a leaf, parents one more than their children.
+    pub fn level(&self) -> u16 {
+        self.hdr_u16(OFF_LEVEL)
+    }
+
+    /// Whether this is a leaf page (level 0).
+    pub fn is_leaf(&self) -> bool {
+        self.level() == 0
+    }
+
+    /// The id of the index (B-tree) this page belongs to.
+    pub fn index_id(&self) -> u64 {
+        u64_at(self.as_bytes(), OFF_INDEX_ID).unwrap_or(0)
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        usize::from(self.hdr_u16(OFF_N_RECS))
+    }
+
+    /// Whether the page has no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub(crate) fn heap_top(&self) -> usize {
+        usize::from(self.hdr_u16(OFF_HEAP_TOP))
+    }
+
+    /// Bytes of the heap held by removed or shrunk records, reclaimable by [`compact`](Self::compact).
+    pub fn garbage(&self) -> usize {
+        usize::from(self.hdr_u16(OFF_GARBAGE))
+    }
+
+    /// Offset of the slot directory's lowest byte.
+    pub(crate) fn dir_start(&self) -> usize {
+        (self.page_size.bytes() - FIL_TRAILER_SIZE).saturating_sub(SLOT_SIZE * self.len())
+    }
+
+    /// Offset of slot `i` itself.
+    pub(crate) fn slot_pos(&self, i: usize) -> usize {
+        (self.page_size.bytes() - FIL_TRAILER_SIZE).saturating_sub(SLOT_SIZE * (i + 1))
+    }
+
+    /// The record offset stored in slot `i`.
+    pub(crate) fn slot(&self, i: usize) -> usize {
+        usize::from(self.hdr_u16(self.slot_pos(i)))
+    }
+
+    /// Contiguous free bytes between the heap and the slot directory.
+    pub fn contiguous_free(&self) -> usize {
+        self.dir_start().saturating_sub(self.heap_top())
+    }
+
+    /// Bytes available for new records and their slots, counting garbage that compaction
+    /// reclaims. A record fits iff [`record_size`] is at most this (and within the limits).
+    pub fn free_space(&self) -> usize {
+        self.contiguous_free() + self.garbage()
+    }
+
+    /// Bytes used by live records and their slots.
+    pub fn used_space(&self) -> usize {
+        index_capacity(self.page_size).saturating_sub(self.free_space())
+    }
+
+    /// `used_space / index_capacity`, in `0.0..=1.0`.
+    pub fn fill_factor(&self) -> f64 {
+        self.used_space() as f64 / index_capacity(self.page_size) as f64
+    }
+
+    /// Record `i` (in key order), or `None` if `i >= len()`.
+    pub fn get(&self, i: usize) -> Option<Record<'_>> {
+        if i >= self.len() {
+            return None;
+        }
+        Some(self.record_at(self.slot(i)).0)
+    }
+
+    /// Decodes the record at heap offset `off`; an empty inline record if it does not decode
+    /// (only possible on a page opened with `open_trusted` that is not valid).
+    pub(crate) fn record_at(&self, off: usize) -> (Record<'_>, usize) {
+        Record::decode(self.as_bytes(), off, self.heap_top())
+            .unwrap_or((Record::inline(&[], &[]), 0))
+    }
+
+    /// Record `i` in key order.
+    ///
+    /// # Panics
+    /// If `i >= len()`, like slice indexing.
+    pub fn record(&self, i: usize) -> Record<'_> {
+        match self.get(i) {
+            Some(r) => r,
+            None => panic!("record index {i} out of range for {} records", self.len()),
+        }
+    }
+
+    /// The key of record `i`.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    pub fn key(&self, i: usize) -> &[u8] {
+        self.record(i).key
+    }
+
+    /// Bytes record `i` occupies, including its slot.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    pub fn record_size_at(&self, i: usize) -> usize {
+        record_size(&self.record(i))
+    }
+
+    /// Binary search for `key` in memcmp order, like [`slice::binary_search`]: `Ok(i)` if record
+    /// `i` has this key, else `Err(i)` where it would be inserted.
+    pub fn search(&self, key: &[u8]) -> Result<usize, usize> {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.record(mid).key.cmp(key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    /// For an internal node: the index of the child whose subtree may hold `key`, i.e. the last
+    /// record whose key is `<= key` (0 if `key` is below every key: the first record's key acts
+    /// as minus infinity). `None` on an empty page.
+    pub fn child_index_for(&self, key: &[u8]) -> Option<usize> {
+        if self.is_empty() {
+            return None;
+        }
+        Some(match self.search(key) {
+            Ok(i) => i,
+            Err(i) => i.saturating_sub(1),
+        })
+    }
+
+    /// The records in key order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Record<'_>> + ExactSizeIterator + '_ {
+        (0..self.len()).map(move |i| self.record(i))
+    }
+}

@@ -1,0 +1,553 @@
+//! Index page invariants: order and search, split/merge preserve records, space accounting,
+//! failed mutations leave the page unchanged, and `open` is total on arbitrary bytes.
+
+use super::*;
+use crate::{seal_page, verify_page, FIL_NULL};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+const ID: PageId = PageId::new(1, 7);
+
+fn leaf(ps: PageSize) -> IndexPage<Vec<u8>> {
+    IndexPage::init(vec![0u8; ps.bytes()], ps, ID, 0, 99).expect("right size")
+}
+
+/// Deterministic xorshift, enough for test data without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn bytes(&mut self, max_len: u64) -> Vec<u8> {
+        let len = self.next() % (max_len + 1);
+        (0..len).map(|_| self.next() as u8).collect()
+    }
+}
+
+fn contents(page: &IndexPage<impl AsRef<[u8]>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    page.iter()
+        .map(|r| match r.value {
+            ValueRef::Inline(v) => (r.key.to_vec(), v.to_vec()),
+            other => (r.key.to_vec(), format!("{other:?}").into_bytes()),
+        })
+        .collect()
+}
+
+fn assert_valid(page: &IndexPage<Vec<u8>>) {
+    let reopened = IndexPage::open(page.as_bytes(), page.page_size());
+    assert!(reopened.is_ok(), "invalid page: {reopened:?}");
+}
+
+#[test]
+fn empty_page_round_trips_for_every_size() {
+    for ps in PageSize::ALL {
+        let page = leaf(ps);
+        let mut bytes = page.into_inner();
+        seal_page(&mut bytes);
+        verify_page(&bytes, ID, ps).expect("sealed");
+        let page = IndexPage::open(&bytes, ps).expect("valid");
+        assert!(page.is_empty() && page.is_leaf());
+        assert_eq!(
+            (page.level(), page.index_id(), page.prev(), page.next()),
+            (0, 99, FIL_NULL, FIL_NULL)
+        );
+        assert_eq!(page.free_space(), index_capacity(ps));
+        assert_eq!(page.used_space(), 0);
+        assert_eq!(page.search(b"x"), Err(0));
+    }
+}
+
+#[test]
+fn random_inserts_stay_sorted_and_searchable() {
+    let ps = PageSize::K16;
+    let mut page = leaf(ps);
+    let mut model = BTreeMap::new();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    loop {
+        let key = rng.bytes(24);
+        let value = rng.bytes(40);
+        let rec = Record::inline(&key, &value);
+        match page.search(&key) {
+            Ok(i) => page.replace(i, &rec).expect("same-size-ish replace fits"),
+            Err(i) => match page.insert(i, &rec) {
+                Ok(()) => {}
+                Err(PageError::PageFull { .. }) => break,
+                Err(e) => panic!("{e}"),
+            },
+        }
+        model.insert(key, value);
+    }
+    assert!(page.fill_factor() > 0.95, "{}", page.fill_factor());
+    assert_valid(&page);
+    let expected: Vec<_> = model.clone().into_iter().collect();
+    assert_eq!(contents(&page), expected);
+    for (i, key) in model.keys().enumerate() {
+        assert_eq!(page.search(key), Ok(i));
+    }
+}
+
+#[test]
+fn insert_rejects_out_of_order_and_bad_kinds_without_change() {
+    let ps = PageSize::K4;
+    let mut page = leaf(ps);
+    page.insert(0, &Record::inline(b"b", b"")).expect("fits");
+    page.insert(1, &Record::inline(b"d", b"")).expect("fits");
+    let before = page.as_bytes().to_vec();
+    for (pos, key) in [
+        (0usize, &b"c"[..]),
+        (1, b"a"),
+        (2, b"c"),
+        (1, b"b"),
+        (2, b"d"),
+    ] {
+        assert_eq!(
+            page.insert(pos, &Record::inline(key, b"")),
+            Err(PageError::KeyOutOfOrder { index: pos })
+        );
+    }
+    assert!(matches!(
+        page.insert(3, &Record::inline(b"z", b"")),
+        Err(PageError::OutOfRange { .. })
+    ));
+    assert!(matches!(
+        page.insert(2, &Record::child(b"z", 3)),
+        Err(PageError::LevelMismatch { .. })
+    ));
+    let long = vec![0u8; max_key_len(ps) + 1];
+    assert!(matches!(
+        page.insert(2, &Record::inline(&long, b"")),
+        Err(PageError::KeyTooLong { .. })
+    ));
+    let big = vec![0u8; max_inline_value_len(ps, 1) + 1];
+    assert!(matches!(
+        page.insert(2, &Record::inline(b"z", &big)),
+        Err(PageError::RecordTooLarge { .. })
+    ));
+    assert_eq!(page.as_bytes(), before.as_slice());
+}
+
+#[test]
+fn records_within_limits_fit_an_empty_page_three_times() {
+    for ps in PageSize::ALL {
+        let key = vec![b'k'; max_key_len(ps)];
+        let recs = [
+            (0, Record::overflow(&key, &[], 1 << 40, 5)),
+            (1, Record::child(&key, 5)),
+        ];
+        for (level, rec) in recs {
+            assert!(record_size(&rec) <= max_record_size(ps));
+            assert!(3 * record_size(&rec) <= index_capacity(ps));
+            let _ = level;
+        }
+        let value = vec![1u8; max_inline_value_len(ps, 10)];
+        let mut page = leaf(ps);
+        for k in 0..3u8 {
+            let key = [k; 10];
+            let rec = Record::inline(&key, &value);
+            assert_eq!(record_size(&rec), max_record_size(ps));
+            page.insert(usize::from(k), &rec)
+                .expect("three maximal records fit");
+        }
+        let prefix = vec![2u8; max_overflow_prefix_len(ps, 10)];
+        let rec = Record::overflow(&[9; 10], &prefix, 1 << 20, 8);
+        assert_eq!(record_size(&rec), max_record_size(ps));
+        page.insert(3, &rec).expect("a fourth fits too");
+    }
+}
+
+fn fill(page: &mut IndexPage<Vec<u8>>, rng: &mut Rng) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut model = BTreeMap::new();
+    loop {
+        let key = rng.bytes(30);
+        let value = rng.bytes(300);
+        if let Err(pos) = page.search(&key) {
+            if page.insert(pos, &Record::inline(&key, &value)).is_err() {
+                return model;
+            }
+            model.insert(key, value);
+        }
+    }
+}
+
+#[test]
+fn split_preserves_every_record_and_makes_room() {
+    let ps = PageSize::K8;
+    let mut rng = Rng(42);
+    for _ in 0..20 {
+        let mut left = leaf(ps);
+        let mut model = fill(&mut left, &mut rng);
+        let full = left.as_bytes().to_vec();
+        // A record that does not fit: the page must be unchanged.
+        let (key, value) = loop {
+            let key = rng.bytes(30);
+            let value = vec![7u8; max_inline_value_len(ps, key.len())];
+            if left.search(&key).is_err() {
+                break (key, value);
+            }
+        };
+        let rec = Record::inline(&key, &value);
+        let pos = left.search(&key).unwrap_err();
+        assert!(matches!(
+            left.insert(pos, &rec),
+            Err(PageError::PageFull { .. })
+        ));
+        assert_eq!(left.as_bytes(), full.as_slice());
+
+        let split = left.split_point(pos, &rec);
+        let mut right =
+            IndexPage::init(vec![0u8; ps.bytes()], ps, PageId::new(1, 8), 0, 99).expect("size");
+        left.split_off(split.at, &mut right)
+            .expect("right is empty");
+        if split.insert_left {
+            left.insert(pos, &rec).expect("fits after split");
+        } else {
+            right
+                .insert(pos - split.at, &rec)
+                .expect("fits after split");
+        }
+        model.insert(key, value);
+        assert_valid(&left);
+        assert_valid(&right);
+        assert!(!left.is_empty() && !right.is_empty());
+        assert!(left.key(left.len() - 1) < right.key(0));
+        let mut all = contents(&left);
+        all.extend(contents(&right));
+        assert_eq!(all, model.clone().into_iter().collect::<Vec<_>>());
+
+        // Merge back after removing enough.
+        let half = right.len() / 2;
+        right.remove_range(half..right.len()).expect("in range");
+        left.remove_range(0..left.len() / 2).expect("in range");
+        if right.used_space() <= left.free_space() {
+            let n = left.len() + right.len();
+            left.append_all_from(&right).expect("fits");
+            assert_eq!(left.len(), n);
+            assert_valid(&left);
+        }
+    }
+}
+
+#[test]
+fn sequential_inserts_split_at_the_end() {
+    let ps = PageSize::K4;
+    let mut page = leaf(ps);
+    let mut i = 0u32;
+    let rec_for = |i: u32| (format!("{i:08}").into_bytes(), [0u8; 50]);
+    loop {
+        let (k, v) = rec_for(i);
+        if page.insert(page.len(), &Record::inline(&k, &v)).is_err() {
+            break;
+        }
+        i += 1;
+    }
+    let (k, v) = rec_for(i);
+    let split = page.split_point(page.len(), &Record::inline(&k, &v));
+    assert_eq!(
+        split,
+        SplitPoint {
+            at: page.len(),
+            insert_left: false
+        }
+    );
+    // Descending inserts split at the start.
+    let mut page = leaf(ps);
+    let mut i = 1000u32;
+    loop {
+        let (k, v) = rec_for(i);
+        if page.insert(0, &Record::inline(&k, &v)).is_err() {
+            break;
+        }
+        i -= 1;
+    }
+    let (k, v) = rec_for(i);
+    assert_eq!(
+        page.split_point(0, &Record::inline(&k, &v)),
+        SplitPoint {
+            at: 0,
+            insert_left: true
+        }
+    );
+}
+
+#[test]
+fn remove_and_compaction_reclaim_space() {
+    let ps = PageSize::K4;
+    let mut page = leaf(ps);
+    let mut rng = Rng(7);
+    fill(&mut page, &mut rng);
+    let n = page.len();
+    let free_full = page.free_space();
+    let sizes: usize = (0..n).step_by(2).map(|i| page.record_size_at(i)).sum();
+    for i in (0..n).step_by(2).rev() {
+        page.remove(i).expect("in range");
+    }
+    assert_eq!(page.free_space(), free_full + sizes);
+    assert_valid(&page);
+    let before = contents(&page);
+    page.compact();
+    assert_eq!(page.garbage(), 0);
+    assert_eq!(page.contiguous_free(), page.free_space());
+    assert_eq!(contents(&page), before);
+    assert_valid(&page);
+    page.remove_range(0..page.len()).expect("all");
+    assert_eq!(page.free_space(), index_capacity(ps));
+    assert_eq!(page.contiguous_free(), index_capacity(ps));
+}
+
+#[test]
+fn replace_grows_shrinks_and_uses_garbage() {
+    let ps = PageSize::K4;
+    let mut page = leaf(ps);
+    let big = vec![1u8; 900];
+    for k in 0..4u8 {
+        page.insert(usize::from(k), &Record::inline(&[k], &big))
+            .expect("fits");
+    }
+    page.replace(1, &Record::inline(&[1], b"small"))
+        .expect("shrinks");
+    page.replace(2, &Record::inline(&[2], b""))
+        .expect("shrinks");
+    assert!(page.garbage() > 0);
+    // Growing record 1 needs the garbage: compaction happens inside replace.
+    let bigger = vec![2u8; 960];
+    page.replace(1, &Record::inline(&[1], &bigger))
+        .expect("fits after compaction");
+    assert_valid(&page);
+    assert_eq!(page.record(1).value, ValueRef::Inline(&bigger));
+    assert_eq!(
+        page.replace(0, &Record::inline(&[9], b"")),
+        Err(PageError::KeyOutOfOrder { index: 0 })
+    );
+    // Five records of 788 bytes fill 3940 of 4008 bytes: growing one by 210 cannot fit.
+    let mut page = leaf(ps);
+    let value = vec![1u8; 780];
+    for k in 0..5u8 {
+        page.insert(usize::from(k), &Record::inline(&[k], &value))
+            .expect("fits");
+    }
+    page.remove(2).expect("in range");
+    page.insert(2, &Record::inline(&[2], &value))
+        .expect("fits after compaction");
+    let before = page.as_bytes().to_vec();
+    let r = page.replace(3, &Record::inline(&[3], &[0; 990]));
+    assert!(matches!(r, Err(PageError::PageFull { .. })), "{r:?}");
+    assert_eq!(page.as_bytes(), before.as_slice());
+}
+
+#[test]
+fn internal_pages_hold_child_pointers() {
+    let ps = PageSize::K4;
+    let recs = [
+        Record::child(b"", 10),
+        Record::child(b"m", 11),
+        Record::child(b"t", 12),
+    ];
+    let mut page =
+        IndexPage::from_records(vec![0u8; ps.bytes()], ps, ID, 1, 5, recs).expect("fits");
+    assert!(!page.is_leaf());
+    assert_eq!(page.child_index_for(b"a"), Some(0));
+    assert_eq!(page.child_index_for(b"m"), Some(1));
+    assert_eq!(page.child_index_for(b"zz"), Some(2));
+    page.set_child(1, 99).expect("child record");
+    assert_eq!(page.record(1).child_page(), Some(99));
+    assert_valid(&page);
+    assert!(matches!(
+        page.insert(3, &Record::inline(b"z", b"")),
+        Err(PageError::LevelMismatch { .. })
+    ));
+    let mut left = leaf(ps);
+    assert!(matches!(
+        left.append_all_from(&page),
+        Err(PageError::LevelMismatch { .. })
+    ));
+}
+
+#[test]
+fn rebalancing_moves_records_between_siblings() {
+    let ps = PageSize::K4;
+    let keys: Vec<[u8; 1]> = (0..20u8).map(|k| [k]).collect();
+    let mut left = IndexPage::from_records(
+        vec![0u8; ps.bytes()],
+        ps,
+        ID,
+        0,
+        1,
+        keys.iter().take(15).map(|k| Record::inline(k, b"v")),
+    )
+    .expect("fits");
+    let mut right = IndexPage::from_records(
+        vec![0u8; ps.bytes()],
+        ps,
+        ID,
+        0,
+        1,
+        keys.iter().skip(15).map(|k| Record::inline(k, b"v")),
+    )
+    .expect("fits");
+    right.take_last_from(&mut left, 5).expect("fits");
+    assert_eq!((left.len(), right.len()), (10, 10));
+    assert_eq!(right.key(0), [10]);
+    left.take_first_from(&mut right, 3).expect("fits");
+    assert_eq!((left.len(), right.len()), (13, 7));
+    assert_eq!(left.key(12), [12]);
+    assert_valid(&left);
+    assert_valid(&right);
+}
+
+#[test]
+fn open_rejects_structural_corruption() {
+    let ps = PageSize::K4;
+    let mut page = leaf(ps);
+    for k in 0..5u8 {
+        page.insert(usize::from(k), &Record::inline(&[k], b"value"))
+            .expect("fits");
+    }
+    let good = page.into_inner();
+    let corrupt = |f: &dyn Fn(&mut Vec<u8>)| {
+        let mut b = good.clone();
+        f(&mut b);
+        IndexPage::open(&b, ps).map(|_| ())
+    };
+    let slot0 = ps.bytes() - 8 - 2;
+    // Swap two slots: keys out of order.
+    let r = corrupt(&|b| {
+        let s0 = crate::bytes::u16_at(b, slot0).unwrap_or(0);
+        let s1 = crate::bytes::u16_at(b, slot0 - 2).unwrap_or(0);
+        crate::bytes::put_u16(b, slot0, s1);
+        crate::bytes::put_u16(b, slot0 - 2, s0);
+    });
+    assert!(matches!(r, Err(PageError::Corrupt { .. })), "{r:?}");
+    for (what, f) in [
+        (
+            "slot out of heap",
+            &(|b: &mut Vec<u8>| crate::bytes::put_u16(b, slot0, 4000)) as &dyn Fn(&mut Vec<u8>),
+        ),
+        ("two slots to one record", &|b| {
+            crate::bytes::put_u16(b, slot0 - 2, HEAP_START as u16);
+        }),
+        ("record count too large", &|b| {
+            crate::bytes::put_u16(b, OFF_N_RECS, 3000);
+        }),
+        ("heap top below header", &|b| {
+            crate::bytes::put_u16(b, OFF_HEAP_TOP, 3);
+        }),
+        ("garbage miscounted", &|b| {
+            crate::bytes::put_u16(b, OFF_GARBAGE, 1);
+        }),
+        ("bad record kind", &|b| {
+            crate::bytes::put_u8(b, HEAP_START, 9);
+        }),
+        ("leaf marked internal", &|b| {
+            crate::bytes::put_u16(b, OFF_LEVEL, 1);
+        }),
+        ("key length runs off", &|b| {
+            crate::bytes::put_u16(b, HEAP_START + 1, 60000);
+        }),
+    ] {
+        assert!(corrupt(f).is_err(), "{what} not detected");
+    }
+    assert!(matches!(
+        IndexPage::open(good.get(..100).unwrap_or(&[]), ps),
+        Err(PageError::WrongSize { .. })
+    ));
+    let mut other_type = good.clone();
+    crate::bytes::put_u16(
+        &mut other_type,
+        crate::header::OFF_PAGE_TYPE,
+        PageType::Overflow.to_u16(),
+    );
+    assert!(matches!(
+        IndexPage::open(&other_type, ps),
+        Err(PageError::WrongPageType { .. })
+    ));
+}
+
+/// Runs every accessor so that a panic anywhere in them would be found.
+fn exercise(page: &IndexPage<&[u8]>) {
+    let _ = (
+        page.level(),
+        page.index_id(),
+        page.free_space(),
+        page.used_space(),
+        page.fill_factor(),
+    );
+    for r in page.iter() {
+        let _ = page.search(r.key);
+    }
+    let _ = page.search(b"probe");
+    let _ = page.middle_split_point();
+    let _ = page.split_point(page.len() / 2, &Record::inline(b"k", b"v"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn open_never_panics_on_garbage(bytes in proptest::collection::vec(any::<u8>(), 4096)) {
+        let mut bytes = bytes;
+        // Make the header plausible so that the body decoder is reached most of the time.
+        crate::bytes::put_u16(&mut bytes, crate::header::OFF_PAGE_TYPE, PageType::Index.to_u16());
+        if let Ok(page) = IndexPage::open(bytes.as_slice(), PageSize::K4) {
+            exercise(&page);
+        }
+        if let Ok(page) = IndexPage::open_trusted(bytes.as_slice(), PageSize::K4) {
+            exercise(&page);
+        }
+    }
+
+    #[test]
+    fn open_never_panics_on_a_mutated_valid_page(
+        flips in proptest::collection::vec((0usize..4096, any::<u8>()), 1..8),
+    ) {
+        let ps = PageSize::K4;
+        let mut page = leaf(ps);
+        let mut rng = Rng(3);
+        fill(&mut page, &mut rng);
+        let mut bytes = page.into_inner();
+        for (at, v) in flips {
+            if let Some(b) = bytes.get_mut(at) {
+                *b = v;
+            }
+        }
+        if let Ok(page) = IndexPage::open(bytes.as_slice(), ps) {
+            exercise(&page);
+        }
+        if let Ok(page) = IndexPage::open_trusted(bytes.as_slice(), ps) {
+            exercise(&page);
+        }
+    }
+
+    #[test]
+    fn mutations_match_a_btreemap_model(
+        ops in proptest::collection::vec((any::<bool>(), proptest::collection::vec(0u8..8, 0..6), 0usize..400), 1..200),
+    ) {
+        let ps = PageSize::K4;
+        let mut page = leaf(ps);
+        let mut model = BTreeMap::new();
+        for (put, key, value_len) in ops {
+            let value = vec![key.len() as u8; value_len];
+            match (put, page.search(&key)) {
+                (true, Ok(i)) => {
+                    if page.replace(i, &Record::inline(&key, &value)).is_ok() {
+                        model.insert(key, value);
+                    }
+                }
+                (true, Err(i)) => {
+                    if page.insert(i, &Record::inline(&key, &value)).is_ok() {
+                        model.insert(key, value);
+                    }
+                }
+                (false, Ok(i)) => {
+                    page.remove(i).expect("in range");
+                    model.remove(&key);
+                }
+                (false, Err(_)) => {}
+            }
+            prop_assert!(IndexPage::open(page.as_bytes(), ps).is_ok());
+        }
+        prop_assert_eq!(contents(&page), model.into_iter().collect::<Vec<_>>());
+    }
+}
