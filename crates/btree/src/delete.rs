@@ -148,8 +148,21 @@ impl BTree {
             let merged = self.try_merge(mtr, &mut parent, right_idx, &mut left, &mut right)?;
             if merged {
                 freed.push(right.page_id());
-                mtr.changed(left);
                 mtr.changed(right);
+                let parent_id = parent.page_id();
+                let single_child = Node::open(&parent, parent_id, self)?.len() == 1;
+                if path.is_empty() && parent_id.page_no == self.root && single_child {
+                    // The root keeps one child: it absorbs it now, while the child's latch is
+                    // still ours (re-latching it through the pool would wait on ourselves).
+                    NodeMut::copy_page(&mut parent, &left, parent_id)?;
+                    NodeMut::open(&mut parent, parent_id, self)?.set_links(None, None);
+                    let left_id = left.page_id();
+                    NodeMut::mark_free(&mut left, left_id);
+                    freed.push(left_id);
+                    mtr.changed(left);
+                    return self.lower_root(mtr, parent, freed);
+                }
+                mtr.changed(left);
                 guard = parent;
                 continue;
             }
