@@ -36,8 +36,12 @@ struct Walk {
 /// Walks the tree depth-first, one shared latch at a time. Meant for a quiescent tree: under
 /// concurrent structure changes it may report a spurious inconsistency.
 pub(crate) fn check_tree(tree: &BTree) -> Result<TreeStats> {
-    let mut walk =
-        Walk { stats: TreeStats::default(), previous_leaf: None, last_key: None, leaf_capacity: 0 };
+    let mut walk = Walk {
+        stats: TreeStats::default(),
+        previous_leaf: None,
+        last_key: None,
+        leaf_capacity: 0,
+    };
     let root_level = {
         let id = tree.page_id(tree.root);
         let guard = tree.ctx.pool.get_shared(id)?;
@@ -70,17 +74,26 @@ fn visit(
     let guard = tree.ctx.pool.get_shared(id)?;
     let node = Node::open_checked(&guard, id, tree)?;
     if node.level() != level {
-        return Err(BTreeError::corrupt(id, format!("expected level {level}, found {}", node.level())));
+        return Err(BTreeError::corrupt(
+            id,
+            format!("expected level {level}, found {}", node.level()),
+        ));
     }
     for i in 0..node.len() {
         let key = node.key(i)?;
         // An internal node's first key is a routing bound, not a record: it may be lower.
         let routing = level > 0 && i == 0;
         if !routing && lower.is_some_and(|l| key < l) {
-            return Err(BTreeError::corrupt(id, format!("key {i} is below its subtree's fence")));
+            return Err(BTreeError::corrupt(
+                id,
+                format!("key {i} is below its subtree's fence"),
+            ));
         }
         if upper.is_some_and(|u| key >= u) {
-            return Err(BTreeError::corrupt(id, format!("key {i} is at or above its subtree's fence")));
+            return Err(BTreeError::corrupt(
+                id,
+                format!("key {i} is at or above its subtree's fence"),
+            ));
         }
     }
     if level == 0 {
@@ -93,15 +106,28 @@ fn visit(
     walk.stats.internal_pages += 1;
     let mut children = Vec::with_capacity(node.len());
     for i in 0..node.len() {
-        let child_lower = if i == 0 { lower.map(<[u8]>::to_vec) } else { Some(node.key(i)?.to_vec()) };
-        let child_upper =
-            if i + 1 < node.len() { Some(node.key(i + 1)?.to_vec()) } else { upper.map(<[u8]>::to_vec) };
+        let child_lower = if i == 0 {
+            lower.map(<[u8]>::to_vec)
+        } else {
+            Some(node.key(i)?.to_vec())
+        };
+        let child_upper = if i + 1 < node.len() {
+            Some(node.key(i + 1)?.to_vec())
+        } else {
+            upper.map(<[u8]>::to_vec)
+        };
         children.push((node.child(i)?, child_lower, child_upper));
     }
-    drop(node);
     drop(guard);
     for (child, child_lower, child_upper) in children {
-        visit(tree, child, level - 1, child_lower.as_deref(), child_upper.as_deref(), walk)?;
+        visit(
+            tree,
+            child,
+            level - 1,
+            child_lower.as_deref(),
+            child_upper.as_deref(),
+            walk,
+        )?;
     }
     Ok(())
 }
@@ -120,7 +146,10 @@ fn check_leaf(tree: &BTree, node: &Node<'_>, walk: &mut Walk) -> Result<()> {
         let guard = tree.ctx.pool.get_shared(prev_id)?;
         let next = Node::open(&guard, prev_id, tree)?.next();
         if next != Some(id.page_no) {
-            return Err(BTreeError::corrupt(prev_id, format!("next link {next:?}, expected {}", id.page_no)));
+            return Err(BTreeError::corrupt(
+                prev_id,
+                format!("next link {next:?}, expected {}", id.page_no),
+            ));
         }
     }
     if id.page_no != tree.root && node.is_empty() {
@@ -129,12 +158,18 @@ fn check_leaf(tree: &BTree, node: &Node<'_>, walk: &mut Walk) -> Result<()> {
     for i in 0..node.len() {
         let key = node.key(i)?;
         if walk.last_key.as_deref().is_some_and(|last| key <= last) {
-            return Err(BTreeError::corrupt(id, format!("key {i} is not above the previous leaf's last key")));
+            return Err(BTreeError::corrupt(
+                id,
+                format!("key {i} is not above the previous leaf's last key"),
+            ));
         }
         walk.last_key = Some(key.to_vec());
         match node.value(i)? {
             Value::Inline(_) => {}
-            Value::Overflow { total_len, first_page } => {
+            Value::Overflow {
+                total_len,
+                first_page,
+            } => {
                 walk.stats.overflow_pages += overflow::chain_pages(tree, first_page, total_len)?;
             }
             Value::Child(_) => return Err(BTreeError::corrupt(id, "child pointer in a leaf")),

@@ -192,12 +192,14 @@ impl BTree {
     ) -> Result<bool> {
         let page_size = self.ctx.pool.page_size();
         let (left_id, right_id, parent_id) = (left.page_id(), right.page_id(), parent.page_id());
-        let separator = Node::open(parent, parent_id, self)?.key(right_idx)?.to_vec();
+        let separator = Node::open(parent, parent_id, self)?
+            .key(right_idx)?
+            .to_vec();
         let (fits, level, right_next) = {
             let l = Node::open(left, left_id, self)?;
             let r = Node::open(right, right_id, self)?;
             let mut total = l.used_space() + r.used_space();
-            if r.level() > 0 && r.len() > 0 {
+            if r.level() > 0 && !r.is_empty() {
                 // The right node's first routing key becomes the parent's separator.
                 total = total + node::record_size(page_size, separator.len(), Value::Child(0))
                     - r.record_size_at(0)?;
@@ -211,10 +213,17 @@ impl BTree {
             let r = Node::open(right, right_id, self)?;
             let mut l = NodeMut::open(left, left_id, self)?;
             for i in 0..r.len() {
-                let key = if level > 0 && i == 0 { separator.as_slice() } else { r.key(i)? };
+                let key = if level > 0 && i == 0 {
+                    separator.as_slice()
+                } else {
+                    r.key(i)?
+                };
                 let at = l.len();
                 if !l.insert(at, key, r.value(i)?)? {
-                    return Err(BTreeError::corrupt(left_id, "merge overflowed a checked page"));
+                    return Err(BTreeError::corrupt(
+                        left_id,
+                        "merge overflowed a checked page",
+                    ));
                 }
             }
             l.set_next(right_next);
@@ -251,7 +260,11 @@ impl BTree {
             return Ok(());
         };
         // The new separator is at most as long as the right node's new first key.
-        let new_first_len = if from_left { l.key(l.len() - k)?.len() } else { r.key(k)?.len() };
+        let new_first_len = if from_left {
+            l.key(l.len() - k)?.len()
+        } else {
+            r.key(k)?.len()
+        };
         let mut p = NodeMut::open(parent, parent_id, self)?;
         let room = p.free_space() + p.record_size_at(right_idx)?;
         if node::record_size(page_size, new_first_len, Value::Child(0)) > room {
@@ -264,7 +277,10 @@ impl BTree {
         }
         let separator = crate::insert::shortest_separator(l.key(l.len() - 1)?, r.key(0)?);
         if !p.replace(right_idx, &separator, Value::Child(right_id.page_no))? {
-            return Err(BTreeError::corrupt(parent_id, "separator did not fit after a room check"));
+            return Err(BTreeError::corrupt(
+                parent_id,
+                "separator did not fit after a room check",
+            ));
         }
         Ok(())
     }

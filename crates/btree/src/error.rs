@@ -60,6 +60,9 @@ pub enum BTreeError {
 
 impl BTreeError {
     pub(crate) fn corrupt(page: PageId, what: impl Into<String>) -> Self {
-        Self::Corrupt { page, what: what.into() }
+        Self::Corrupt {
+            page,
+            what: what.into(),
+        }
     }
 }

@@ -36,12 +36,21 @@ impl BTree {
         self.check_key(key)?;
         let len = value.len() as u64;
         if len > MAX_VALUE_LEN {
-            return Err(BTreeError::ValueTooLong { len, max: MAX_VALUE_LEN });
+            return Err(BTreeError::ValueTooLong {
+                len,
+                max: MAX_VALUE_LEN,
+            });
         }
         let page_size = self.ctx.pool.page_size();
         let (stored, chain) = if node::needs_overflow(page_size, key.len(), value.len()) {
             let first_page = overflow::write_chain(self, value)?;
-            (Value::Overflow { total_len: len, first_page }, Some(first_page))
+            (
+                Value::Overflow {
+                    total_len: len,
+                    first_page,
+                },
+                Some(first_page),
+            )
         } else {
             (Value::Inline(value), None)
         };
@@ -124,7 +133,10 @@ impl BTree {
                 if node.level() == 1 {
                     let leaf = pool.get_exclusive(child_id)?;
                     if Node::open(&leaf, child_id, self)?.level() != 0 {
-                        return Err(BTreeError::corrupt(child_id, "child of a level-1 node is not a leaf"));
+                        return Err(BTreeError::corrupt(
+                            child_id,
+                            "child of a level-1 node is not a leaf",
+                        ));
                     }
                     return Ok(leaf);
                 }
@@ -153,7 +165,11 @@ impl BTree {
             let child_id = self.page_id(node.child(idx)?);
             let child = pool.get_exclusive(child_id)?;
             let child_node = Node::open(&child, child_id, self)?;
-            let needed = if child_node.level() == 0 { leaf_record } else { separator_record };
+            let needed = if child_node.level() == 0 {
+                leaf_record
+            } else {
+                separator_record
+            };
             let safe = child_node.free_space() >= needed;
             path.push((guard, idx));
             if safe {
@@ -170,7 +186,6 @@ impl BTree {
                 Ok(pos) => {
                     let previous = Previous::of(leaf.value(pos)?);
                     if leaf.replace(pos, key, value)? {
-                        drop(leaf);
                         mtr.changed(guard);
                         mtr.commit()?;
                         return Ok(previous);
@@ -180,7 +195,6 @@ impl BTree {
                 }
                 Err(pos) => {
                     if leaf.insert(pos, key, value)? {
-                        drop(leaf);
                         mtr.changed(guard);
                         mtr.commit()?;
                         return Ok(Previous::Absent);
@@ -248,7 +262,10 @@ impl BTree {
         }
         let id = guard.page_id();
         if id.page_no != self.root {
-            return Err(BTreeError::corrupt(id, "a node released as safe had to split"));
+            return Err(BTreeError::corrupt(
+                id,
+                "a node released as safe had to split",
+            ));
         }
         let (level, index_id) = {
             let node = Node::open(&guard, id, self)?;
@@ -259,10 +276,21 @@ impl BTree {
         let mut child = self.ctx.pool.create(child_id)?;
         NodeMut::copy_page(&mut child, &guard, child_id)?;
         NodeMut::open(&mut child, child_id, self)?.set_links(None, None);
-        NodeMut::init(&mut guard, id, level + 1, index_id, None, None, self.ctx.pool.page_size())?;
+        NodeMut::init(
+            &mut guard,
+            id,
+            level + 1,
+            index_id,
+            None,
+            None,
+            self.ctx.pool.page_size(),
+        )?;
         let placed = NodeMut::open(&mut guard, id, self)?.insert(0, &[], Value::Child(child_no))?;
         if !placed {
-            return Err(BTreeError::corrupt(id, "an empty root cannot take one child pointer"));
+            return Err(BTreeError::corrupt(
+                id,
+                "an empty root cannot take one child pointer",
+            ));
         }
         Ok((child, (guard, 0)))
     }
@@ -305,7 +333,10 @@ impl BTree {
                 right_node.insert(pos - split.at, key, value)?
             };
             if !placed {
-                return Err(BTreeError::corrupt(id, "record does not fit in either half of a split"));
+                return Err(BTreeError::corrupt(
+                    id,
+                    "record does not fit in either half of a split",
+                ));
             }
         }
         if let Some(next_no) = old_next {

@@ -163,11 +163,11 @@ impl RangeIter {
         }
     }
 
-    fn fail<T>(&mut self, err: crate::BTreeError) -> Option<Result<T>> {
+    fn fail<T>(&mut self, err: crate::BTreeError) -> Result<T> {
         self.done = true;
         self.front_buf.clear();
         self.back_buf.clear();
-        Some(Err(err))
+        Err(err)
     }
 }
 
@@ -180,7 +180,7 @@ impl Iterator for RangeIter {
         }
         if self.front_buf.is_empty() {
             if let Err(err) = self.refill_front() {
-                return self.fail(err);
+                return Some(self.fail(err));
             }
         }
         let (key, value) = self.front_buf.pop_front()?;
@@ -201,7 +201,7 @@ impl DoubleEndedIterator for RangeIter {
         }
         if self.back_buf.is_empty() {
             if let Err(err) = self.refill_back() {
-                return self.fail(err);
+                return Some(self.fail(err));
             }
         }
         let (key, value) = self.back_buf.pop_front()?;

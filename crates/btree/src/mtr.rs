@@ -44,7 +44,9 @@ pub struct PlaceholderLog {
 impl PlaceholderLog {
     /// A placeholder log whose first mtr gets an LSN above `start_lsn`.
     pub fn new(start_lsn: Lsn) -> Self {
-        Self { next_lsn: AtomicU64::new(start_lsn) }
+        Self {
+            next_lsn: AtomicU64::new(start_lsn),
+        }
     }
 }
 
@@ -77,7 +79,11 @@ pub struct Mtr<'a> {
 impl<'a> Mtr<'a> {
     /// Starts an mtr that will log through `log`.
     pub fn new(log: &'a dyn LogSink) -> Self {
-        Self { log, changed: Vec::new(), committed: false }
+        Self {
+            log,
+            changed: Vec::new(),
+            committed: false,
+        }
     }
 
     /// Hands a changed page to the mtr: its latch is kept until commit.

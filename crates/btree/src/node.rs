@@ -2,8 +2,8 @@
 //! turns page-level outcomes into tree errors and holds the tree's sizing rules.
 
 use barracuda_page::{
-    index_capacity, FileHeader, IndexPage, PageError, PageId, PageNo, PageSize,
-    PageType, Record, SplitPoint, ValueRef, FIL_NULL,
+    index_capacity, FileHeader, IndexPage, PageError, PageId, PageNo, PageSize, PageType, Record,
+    SplitPoint, ValueRef, FIL_NULL,
 };
 
 use crate::error::{BTreeError, Result};
@@ -33,9 +33,10 @@ impl<'a> Value<'a> {
     fn record(self, key: &'a [u8]) -> Record<'a> {
         match self {
             Value::Inline(v) => Record::inline(key, v),
-            Value::Overflow { total_len, first_page } => {
-                Record::overflow(key, &[], total_len, first_page)
-            }
+            Value::Overflow {
+                total_len,
+                first_page,
+            } => Record::overflow(key, &[], total_len, first_page),
             Value::Child(child) => Record::child(key, child),
         }
     }
@@ -45,7 +46,14 @@ impl<'a> Value<'a> {
             ValueRef::Inline(v) => Value::Inline(v),
             // The tree writes no inline prefix; a prefix written by another producer is still
             // read correctly because the chain is read from its first page.
-            ValueRef::Overflow { total_len, first_page, .. } => Value::Overflow { total_len, first_page },
+            ValueRef::Overflow {
+                total_len,
+                first_page,
+                ..
+            } => Value::Overflow {
+                total_len,
+                first_page,
+            },
             ValueRef::Child(child) => Value::Child(child),
         }
     }
@@ -55,9 +63,10 @@ impl<'a> Value<'a> {
 pub(crate) fn record_size(page_size: PageSize, key_len: usize, value: Value<'_>) -> usize {
     let size = match value {
         Value::Inline(v) => barracuda_page::record_size(&Record::inline(&[], v)),
-        Value::Overflow { total_len, first_page } => {
-            barracuda_page::record_size(&Record::overflow(&[], &[], total_len, first_page))
-        }
+        Value::Overflow {
+            total_len,
+            first_page,
+        } => barracuda_page::record_size(&Record::overflow(&[], &[], total_len, first_page)),
         Value::Child(child) => barracuda_page::record_size(&Record::child(&[], child)),
     };
     let _ = page_size; // every page size encodes records alike; kept for call-site clarity
@@ -99,12 +108,19 @@ impl<'a> Node<'a> {
 
     fn checked_identity(page: IndexPage<&'a [u8]>, id: PageId, tree: &BTree) -> Result<Self> {
         if page.page_id() != id {
-            return Err(BTreeError::corrupt(id, format!("page claims to be {}", page.page_id())));
+            return Err(BTreeError::corrupt(
+                id,
+                format!("page claims to be {}", page.page_id()),
+            ));
         }
         if page.index_id() != tree.index_id {
             return Err(BTreeError::corrupt(
                 id,
-                format!("page of index {} found in index {}", page.index_id(), tree.index_id),
+                format!(
+                    "page of index {} found in index {}",
+                    page.index_id(),
+                    tree.index_id
+                ),
             ));
         }
         Ok(Self { page, id })
@@ -131,17 +147,26 @@ impl<'a> Node<'a> {
     }
 
     pub(crate) fn key(&self, i: usize) -> Result<&[u8]> {
-        self.page.get(i).map(|r| r.key).ok_or_else(|| self.out_of_range(i))
+        self.page
+            .get(i)
+            .map(|r| r.key)
+            .ok_or_else(|| self.out_of_range(i))
     }
 
     pub(crate) fn value(&self, i: usize) -> Result<Value<'_>> {
-        self.page.get(i).map(|r| Value::from_page(r.value)).ok_or_else(|| self.out_of_range(i))
+        self.page
+            .get(i)
+            .map(|r| Value::from_page(r.value))
+            .ok_or_else(|| self.out_of_range(i))
     }
 
     pub(crate) fn child(&self, i: usize) -> Result<PageNo> {
         match self.value(i)? {
             Value::Child(child) if child != FIL_NULL => Ok(child),
-            _ => Err(BTreeError::corrupt(self.id, format!("record {i} is not a child pointer"))),
+            _ => Err(BTreeError::corrupt(
+                self.id,
+                format!("record {i} is not a child pointer"),
+            )),
         }
     }
 
@@ -156,7 +181,10 @@ impl<'a> Node<'a> {
     /// Which child of this internal node leads to `target`.
     pub(crate) fn route(&self, target: Target<'_>) -> Result<usize> {
         if self.is_empty() {
-            return Err(BTreeError::corrupt(self.id, "internal node without children"));
+            return Err(BTreeError::corrupt(
+                self.id,
+                "internal node without children",
+            ));
         }
         Ok(match target {
             // Largest i with key(i) <= key; the first key is a lower routing bound.
@@ -235,7 +263,8 @@ impl<'a> NodeMut<'a> {
         next: Option<PageNo>,
         page_size: PageSize,
     ) -> Result<Self> {
-        let mut page = IndexPage::init(buf, page_size, id, level, index_id).map_err(page_err(id))?;
+        let mut page =
+            IndexPage::init(buf, page_size, id, level, index_id).map_err(page_err(id))?;
         page.set_prev(prev.unwrap_or(FIL_NULL));
         page.set_next(next.unwrap_or(FIL_NULL));
         Ok(Self { page, id })
@@ -244,7 +273,10 @@ impl<'a> NodeMut<'a> {
     pub(crate) fn open(buf: &'a mut [u8], id: PageId, tree: &BTree) -> Result<Self> {
         let page = IndexPage::open_trusted(buf, tree.ctx.pool.page_size()).map_err(page_err(id))?;
         if page.page_id() != id || page.index_id() != tree.index_id {
-            return Err(BTreeError::corrupt(id, "page belongs to another page id or index"));
+            return Err(BTreeError::corrupt(
+                id,
+                "page belongs to another page id or index",
+            ));
         }
         Ok(Self { page, id })
     }
@@ -254,11 +286,17 @@ impl<'a> NodeMut<'a> {
     }
 
     pub(crate) fn key(&self, i: usize) -> Result<&[u8]> {
-        self.page.get(i).map(|r| r.key).ok_or_else(|| self.out_of_range(i))
+        self.page
+            .get(i)
+            .map(|r| r.key)
+            .ok_or_else(|| self.out_of_range(i))
     }
 
     pub(crate) fn value(&self, i: usize) -> Result<Value<'_>> {
-        self.page.get(i).map(|r| Value::from_page(r.value)).ok_or_else(|| self.out_of_range(i))
+        self.page
+            .get(i)
+            .map(|r| Value::from_page(r.value))
+            .ok_or_else(|| self.out_of_range(i))
     }
 
     fn out_of_range(&self, i: usize) -> BTreeError {
@@ -293,7 +331,10 @@ impl<'a> NodeMut<'a> {
         match self.page.insert(pos, &value.record(key)) {
             Ok(()) => Ok(true),
             Err(PageError::PageFull { .. }) => Ok(false),
-            Err(source) => Err(BTreeError::Page { page: self.id, source }),
+            Err(source) => Err(BTreeError::Page {
+                page: self.id,
+                source,
+            }),
         }
     }
 
@@ -302,7 +343,10 @@ impl<'a> NodeMut<'a> {
         match self.page.replace(i, &value.record(key)) {
             Ok(()) => Ok(true),
             Err(PageError::PageFull { .. }) => Ok(false),
-            Err(source) => Err(BTreeError::Page { page: self.id, source }),
+            Err(source) => Err(BTreeError::Page {
+                page: self.id,
+                source,
+            }),
         }
     }
 
@@ -325,24 +369,33 @@ impl<'a> NodeMut<'a> {
 
     /// Moves records `at..` to the empty page `right`.
     pub(crate) fn move_tail_to(&mut self, at: usize, right: &mut NodeMut<'_>) -> Result<()> {
-        self.page.split_off(at, &mut right.page).map_err(page_err(self.id))
+        self.page
+            .split_off(at, &mut right.page)
+            .map_err(page_err(self.id))
     }
 
     /// Moves the first `k` records of `right` to the end of this node.
     pub(crate) fn take_first_from(&mut self, right: &mut NodeMut<'_>, k: usize) -> Result<()> {
-        self.page.take_first_from(&mut right.page, k).map_err(page_err(self.id))
+        self.page
+            .take_first_from(&mut right.page, k)
+            .map_err(page_err(self.id))
     }
 
     /// Moves the last `k` records of `left` to the start of this node.
     pub(crate) fn take_last_from(&mut self, left: &mut NodeMut<'_>, k: usize) -> Result<()> {
-        self.page.take_last_from(&mut left.page, k).map_err(page_err(self.id))
+        self.page
+            .take_last_from(&mut left.page, k)
+            .map_err(page_err(self.id))
     }
 
     /// Copies page `src` into `dst` and gives the copy the identity `dst_id` (links kept: the
     /// caller sets them).
     pub(crate) fn copy_page(dst: &mut [u8], src: &[u8], dst_id: PageId) -> Result<()> {
         if dst.len() != src.len() {
-            return Err(BTreeError::corrupt(dst_id, "page copy between different page sizes"));
+            return Err(BTreeError::corrupt(
+                dst_id,
+                "page copy between different page sizes",
+            ));
         }
         dst.copy_from_slice(src);
         let mut header = FileHeader::read(dst).map_err(page_err(dst_id))?;
@@ -362,9 +415,12 @@ impl<'a> NodeMut<'a> {
 
 /// How many records to move between two leaves so that their used bytes even out, and from
 /// which side: `(from_left, k)`; `None` when nothing useful can move.
-pub(crate) fn even_out_plan(left: &NodeMut<'_>, right: &NodeMut<'_>) -> Result<Option<(bool, usize)>> {
+pub(crate) fn even_out_plan(
+    left: &NodeMut<'_>,
+    right: &NodeMut<'_>,
+) -> Result<Option<(bool, usize)>> {
     let (l_used, r_used) = (left.used_space(), right.used_space());
-    let half = (l_used + r_used) / 2;
+    let half = usize::midpoint(l_used, r_used);
     let limit = index_capacity(left.page.page_size());
     if l_used < r_used {
         let (mut moved, mut k) = (0, 0);

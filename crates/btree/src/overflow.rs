@@ -35,10 +35,13 @@ pub(crate) fn write_chain(tree: &BTree, value: &[u8]) -> Result<PageNo> {
         mtr.changed(guard);
         mtr.commit()?;
     }
-    pages.first().copied().ok_or_else(|| BTreeError::Allocation {
-        space: tree.space,
-        what: "an overflow chain needs at least one page".into(),
-    })
+    pages
+        .first()
+        .copied()
+        .ok_or_else(|| BTreeError::Allocation {
+            space: tree.space,
+            what: "an overflow chain needs at least one page".into(),
+        })
 }
 
 /// Reads a chain of `total_len` bytes starting at `first`, checking every link.
@@ -53,7 +56,10 @@ pub(crate) fn read_chain(tree: &BTree, first: PageNo, total_len: u64) -> Result<
         pages += 1;
         let id = tree.page_id(page_no);
         if pages > max_pages {
-            return Err(BTreeError::corrupt(id, "overflow chain longer than its value"));
+            return Err(BTreeError::corrupt(
+                id,
+                "overflow chain longer than its value",
+            ));
         }
         let guard = tree.ctx.pool.get_shared(id)?;
         let page = OverflowPage::read(&guard, page_size)
@@ -64,7 +70,10 @@ pub(crate) fn read_chain(tree: &BTree, first: PageNo, total_len: u64) -> Result<
     if out.len() as u64 != total_len {
         return Err(BTreeError::corrupt(
             tree.page_id(first),
-            format!("overflow chain holds {} bytes, the record says {total_len}", out.len()),
+            format!(
+                "overflow chain holds {} bytes, the record says {total_len}",
+                out.len()
+            ),
         ));
     }
     Ok(out)

@@ -21,7 +21,11 @@ pub struct TreeContext {
 
 impl TreeContext {
     /// Bundles the services a tree needs.
-    pub fn new(pool: Arc<BufferPool>, alloc: Arc<dyn PageAllocator>, log: Arc<dyn LogSink>) -> Self {
+    pub fn new(
+        pool: Arc<BufferPool>,
+        alloc: Arc<dyn PageAllocator>,
+        log: Arc<dyn LogSink>,
+    ) -> Self {
         Self { pool, alloc, log }
     }
 
@@ -33,7 +37,9 @@ impl TreeContext {
 
 impl std::fmt::Debug for TreeContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TreeContext").field("page_size", &self.pool.page_size()).finish_non_exhaustive()
+        f.debug_struct("TreeContext")
+            .field("page_size", &self.pool.page_size())
+            .finish_non_exhaustive()
     }
 }
 
@@ -70,10 +76,23 @@ impl BTree {
     /// Creates an empty tree with a freshly allocated root in `space`.
     pub fn create(ctx: TreeContext, space: SpaceId, index_id: u64) -> Result<Self> {
         let root = ctx.alloc.allocate(space, None)?;
-        let tree = Self { ctx, space, root, index_id };
+        let tree = Self {
+            ctx,
+            space,
+            root,
+            index_id,
+        };
         let mut mtr = Mtr::new(tree.ctx.log.as_ref());
         let mut guard = tree.ctx.pool.create(tree.page_id(root))?;
-        NodeMut::init(&mut guard, tree.page_id(root), 0, index_id, None, None, tree.ctx.pool.page_size())?;
+        NodeMut::init(
+            &mut guard,
+            tree.page_id(root),
+            0,
+            index_id,
+            None,
+            None,
+            tree.ctx.pool.page_size(),
+        )?;
         mtr.changed(guard);
         mtr.commit()?;
         Ok(tree)
@@ -81,7 +100,12 @@ impl BTree {
 
     /// Opens the tree whose root is `root` in `space`.
     pub fn open(ctx: TreeContext, space: SpaceId, root: PageNo, index_id: u64) -> Self {
-        Self { ctx, space, root, index_id }
+        Self {
+            ctx,
+            space,
+            root,
+            index_id,
+        }
     }
 
     /// The tablespace of the tree.
@@ -111,7 +135,10 @@ impl BTree {
     pub(crate) fn check_key(&self, key: &[u8]) -> Result<()> {
         let max = max_key(self);
         if key.len() > max {
-            return Err(BTreeError::KeyTooLong { len: key.len(), max });
+            return Err(BTreeError::KeyTooLong {
+                len: key.len(),
+                max,
+            });
         }
         Ok(())
     }
@@ -144,9 +171,10 @@ impl BTree {
     pub(crate) fn read_value(&self, leaf: PageId, value: Value<'_>) -> Result<Vec<u8>> {
         match value {
             Value::Inline(bytes) => Ok(bytes.to_vec()),
-            Value::Overflow { total_len, first_page } => {
-                overflow::read_chain(self, first_page, total_len)
-            }
+            Value::Overflow {
+                total_len,
+                first_page,
+            } => overflow::read_chain(self, first_page, total_len),
             Value::Child(_) => Err(BTreeError::corrupt(leaf, "child pointer in a leaf")),
         }
     }
@@ -169,7 +197,11 @@ impl BTree {
                 }
             }
             if node.level() == 0 {
-                return Ok(LeafAt { guard, upper, lower });
+                return Ok(LeafAt {
+                    guard,
+                    upper,
+                    lower,
+                });
             }
             let idx = node.route(target)?;
             if idx + 1 < node.len() {

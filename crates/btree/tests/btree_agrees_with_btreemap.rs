@@ -3,6 +3,12 @@
 //! evictions from a pool far smaller than the tree. If this breaks, a read returns the wrong
 //! value or a structure change loses records.
 
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+#![allow(
+    clippy::big_endian_bytes,
+    reason = "big-endian keys sort in numeric order under memcmp"
+)]
+
 mod common;
 
 use std::collections::BTreeMap;
@@ -107,7 +113,11 @@ fn sequential_and_reverse_loads_build_a_valid_deep_tree() {
         assert_eq!(stats.records, 20_000);
         assert!(stats.height >= 3, "height {}", stats.height);
         // Splits at the insert point keep sequentially loaded leaves nearly full.
-        assert!(stats.leaf_fill > 0.85, "leaf fill {} (reverse={reverse})", stats.leaf_fill);
+        assert!(
+            stats.leaf_fill > 0.85,
+            "leaf fill {} (reverse={reverse})",
+            stats.leaf_fill
+        );
         // Delete everything: merges and root lowering bring it back to one empty leaf.
         for k in &keys {
             assert!(tree.delete(&k.to_be_bytes()).unwrap());
@@ -124,10 +134,25 @@ fn bounds_of_every_kind() {
         tree.put(&i.to_be_bytes(), &i.to_le_bytes()).unwrap();
     }
     let k = |i: u32| i.to_be_bytes().to_vec();
-    let keys = |it: barracuda_btree::RangeIter| it.map(|kv| u32::from_be_bytes(kv.unwrap().0.try_into().unwrap())).collect::<Vec<_>>();
-    assert_eq!(keys(tree.range(k(10).as_slice()..k(13).as_slice())), vec![10, 11, 12]);
-    assert_eq!(keys(tree.range(k(10).as_slice()..=k(13).as_slice())), vec![10, 11, 12, 13]);
-    assert_eq!(keys(tree.range((Bound::Excluded(k(10).as_slice()), Bound::Included(k(12).as_slice())))), vec![11, 12]);
+    let keys = |it: barracuda_btree::RangeIter| {
+        it.map(|kv| u32::from_be_bytes(kv.unwrap().0.try_into().unwrap()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        keys(tree.range(k(10).as_slice()..k(13).as_slice())),
+        vec![10, 11, 12]
+    );
+    assert_eq!(
+        keys(tree.range(k(10).as_slice()..=k(13).as_slice())),
+        vec![10, 11, 12, 13]
+    );
+    assert_eq!(
+        keys(tree.range((
+            Bound::Excluded(k(10).as_slice()),
+            Bound::Included(k(12).as_slice())
+        ))),
+        vec![11, 12]
+    );
     assert_eq!(keys(tree.range(k(2997).as_slice()..)).len(), 3);
     assert_eq!(keys(tree.range(..k(3).as_slice())), vec![0, 1, 2]);
     assert_eq!(keys(tree.range(..)).len(), 3000);
@@ -167,6 +192,9 @@ fn keys_over_the_limit_are_refused() {
     let max = barracuda_btree::max_key_len(PageSize::K4);
     tree.put(&vec![1u8; max], b"ok").unwrap();
     let err = tree.put(&vec![1u8; max + 1], b"no").unwrap_err();
-    assert!(matches!(err, barracuda_btree::BTreeError::KeyTooLong { .. }), "{err}");
+    assert!(
+        matches!(err, barracuda_btree::BTreeError::KeyTooLong { .. }),
+        "{err}"
+    );
     assert_eq!(tree.get(&vec![1u8; max + 1]).unwrap(), None);
 }

@@ -20,34 +20,52 @@ pub(crate) struct SpaceAllocator {
 }
 
 fn alloc_err(space: SpaceId, what: impl std::fmt::Display) -> BTreeError {
-    BTreeError::Allocation { space, what: what.to_string() }
+    BTreeError::Allocation {
+        space,
+        what: what.to_string(),
+    }
 }
 
 impl SpaceAllocator {
-    pub(crate) fn new(pool: Arc<BufferPool>, spaces: Arc<SpaceRegistry>, log: Arc<dyn LogSink>) -> Self {
+    pub(crate) fn new(
+        pool: Arc<BufferPool>,
+        spaces: Arc<SpaceRegistry>,
+        log: Arc<dyn LogSink>,
+    ) -> Self {
         Self { pool, spaces, log }
     }
 }
 
 impl PageAllocator for SpaceAllocator {
     fn allocate(&self, space: SpaceId, near: Option<PageNo>) -> Result<PageNo, BTreeError> {
-        let tablespace = self.spaces.get(space).ok_or_else(|| alloc_err(space, "tablespace is not open"))?;
+        let tablespace = self
+            .spaces
+            .get(space)
+            .ok_or_else(|| alloc_err(space, "tablespace is not open"))?;
         let page_size = self.pool.page_size();
         let per_bitmap = pages_per_bitmap(page_size);
         let mut mtr = Mtr::new(self.log.as_ref());
         // Page 0 is latched first and for the whole allocation: it serialises allocations of
         // the space, and no tree latch is ever requested while it is held.
         let mut header_guard = self.pool.get_exclusive(PageId::new(space, 0))?;
-        let mut header = SpaceHeader::read(&header_guard, page_size)
-            .map_err(|source| BTreeError::Page { page: PageId::new(space, 0), source })?;
+        let mut header =
+            SpaceHeader::read(&header_guard, page_size).map_err(|source| BTreeError::Page {
+                page: PageId::new(space, 0),
+                source,
+            })?;
 
         // Candidates: right after `near` (sequential pages for sequential keys and chains), then
         // from the free hint upwards.
         let mut found = None;
         if let Some(near) = near.and_then(|n| n.checked_add(1)) {
             if near < header.size_in_pages && bitmap_page_for(near, page_size) == 0 {
-                let bitmap = AllocationBitmap::open(&header_guard[..], page_size)
-                    .map_err(|source| BTreeError::Page { page: PageId::new(space, 0), source })?;
+                let bitmap =
+                    AllocationBitmap::open(&header_guard[..], page_size).map_err(|source| {
+                        BTreeError::Page {
+                            page: PageId::new(space, 0),
+                            source,
+                        }
+                    })?;
                 if !bitmap.is_used(bit_index(near, page_size)) {
                     found = Some(near);
                 }
@@ -55,13 +73,22 @@ impl PageAllocator for SpaceAllocator {
         }
         let mut other_bitmaps = Vec::new();
         if found.is_none() {
-            let mut region_start = bitmap_page_for(header.free_hint.min(header.size_in_pages), page_size);
+            let mut region_start =
+                bitmap_page_for(header.free_hint.min(header.size_in_pages), page_size);
             while found.is_none() && region_start < header.size_in_pages {
-                let from = header.free_hint.saturating_sub(region_start).min(per_bitmap);
+                let from = header
+                    .free_hint
+                    .saturating_sub(region_start)
+                    .min(per_bitmap);
                 let limit = (header.size_in_pages - region_start).min(per_bitmap);
                 let candidate = if region_start == 0 {
-                    let bitmap = AllocationBitmap::open(&header_guard[..], page_size)
-                        .map_err(|source| BTreeError::Page { page: PageId::new(space, 0), source })?;
+                    let bitmap =
+                        AllocationBitmap::open(&header_guard[..], page_size).map_err(|source| {
+                            BTreeError::Page {
+                                page: PageId::new(space, 0),
+                                source,
+                            }
+                        })?;
                     bitmap.find_free(from)
                 } else {
                     let id = PageId::new(space, region_start);
@@ -72,13 +99,16 @@ impl PageAllocator for SpaceAllocator {
                     other_bitmaps.push(guard);
                     bit
                 };
-                found = candidate.filter(|&bit| bit < limit).map(|bit| region_start + bit);
+                found = candidate
+                    .filter(|&bit| bit < limit)
+                    .map(|bit| region_start + bit);
                 region_start += per_bitmap;
             }
         }
-        let page_no = match found {
-            Some(page_no) => page_no,
-            None => {
+        let page_no = if let Some(page_no) = found {
+            page_no
+        } else {
+            {
                 // Grow by one extent; bitmap pages that the new range starts are formatted now.
                 let old_size = header.size_in_pages;
                 let new_size = old_size
@@ -101,7 +131,9 @@ impl PageAllocator for SpaceAllocator {
                     other_bitmaps.push(guard);
                     region += per_bitmap;
                 }
-                tablespace.grow_to(new_size).map_err(|e| alloc_err(space, e))?;
+                tablespace
+                    .grow_to(new_size)
+                    .map_err(|e| alloc_err(space, e))?;
                 header.size_in_pages = new_size;
                 first_free
             }
@@ -122,10 +154,19 @@ impl PageAllocator for SpaceAllocator {
         let page_size = self.pool.page_size();
         let mut mtr = Mtr::new(self.log.as_ref());
         let mut header_guard = self.pool.get_exclusive(PageId::new(space, 0))?;
-        let mut header = SpaceHeader::read(&header_guard, page_size)
-            .map_err(|source| BTreeError::Page { page: PageId::new(space, 0), source })?;
-        if page.page_no == 0 || page.page_no >= header.size_in_pages || bit_index(page.page_no, page_size) == 0 {
-            return Err(alloc_err(space, format!("page {} cannot be freed", page.page_no)));
+        let mut header =
+            SpaceHeader::read(&header_guard, page_size).map_err(|source| BTreeError::Page {
+                page: PageId::new(space, 0),
+                source,
+            })?;
+        if page.page_no == 0
+            || page.page_no >= header.size_in_pages
+            || bit_index(page.page_no, page_size) == 0
+        {
+            return Err(alloc_err(
+                space,
+                format!("page {} cannot be freed", page.page_no),
+            ));
         }
         let mut others = Vec::new();
         self.set_bit(&mut header_guard, &mut others, space, page.page_no, false)?;
@@ -158,23 +199,35 @@ impl SpaceAllocator {
         let buf: &mut [u8] = if region == 0 {
             &mut header_guard[..]
         } else {
-            let pos = match others.iter().position(|g| g.page_id() == bitmap_id) {
-                Some(pos) => pos,
-                None => {
+            let pos = if let Some(pos) = others.iter().position(|g| g.page_id() == bitmap_id) {
+                pos
+            } else {
+                {
                     others.push(self.pool.get_exclusive(bitmap_id)?);
                     others.len() - 1
                 }
             };
             &mut others[pos][..]
         };
-        let mut bitmap = AllocationBitmap::open(buf, page_size)
-            .map_err(|source| BTreeError::Page { page: bitmap_id, source })?;
+        let mut bitmap =
+            AllocationBitmap::open(buf, page_size).map_err(|source| BTreeError::Page {
+                page: bitmap_id,
+                source,
+            })?;
         if bitmap.is_used(bit) == used {
             return Err(alloc_err(
                 space,
-                format!("page {page_no} is already {}", if used { "in use" } else { "free" }),
+                format!(
+                    "page {page_no} is already {}",
+                    if used { "in use" } else { "free" }
+                ),
             ));
         }
-        bitmap.set_used(bit, used).map_err(|source| BTreeError::Page { page: bitmap_id, source })
+        bitmap
+            .set_used(bit, used)
+            .map_err(|source| BTreeError::Page {
+                page: bitmap_id,
+                source,
+            })
     }
 }

@@ -38,10 +38,22 @@ pub(crate) struct Catalog {
 impl Catalog {
     /// Creates `system.ibs` with an empty catalog.
     pub(crate) fn create(path: &Path, page_size: PageSize, backend: Backend) -> Result<Self> {
-        let file = open_file(path, &OpenOptions::new().create(true).truncate(true), backend)?;
-        let header = SpaceHeader { space_id: SYSTEM_SPACE, page_size, flags: 0, size_in_pages: 1, free_hint: 1 };
+        let file = open_file(
+            path,
+            &OpenOptions::new().create(true).truncate(true),
+            backend,
+        )?;
+        let header = SpaceHeader {
+            space_id: SYSTEM_SPACE,
+            page_size,
+            flags: 0,
+            size_in_pages: 1,
+            free_hint: 1,
+        };
         let mut page0 = vec![0u8; page_size.bytes()];
-        header.format(&mut page0).map_err(|e| page_error(path, PageId::new(0, 0), e))?;
+        header
+            .format(&mut page0)
+            .map_err(|e| page_error(path, PageId::new(0, 0), e))?;
         seal_page(&mut page0);
         file.write_at(&page0, 0)?;
         let mut catalog = Self {
@@ -65,13 +77,17 @@ impl Catalog {
         let mut prefix = [0u8; 64];
         file.read_at(&mut prefix, 0)?;
         let page0_id = PageId::new(SYSTEM_SPACE, 0);
-        let page_size = SpaceHeader::peek_page_size(&prefix).map_err(|e| page_error(path, page0_id, e))?;
+        let page_size =
+            SpaceHeader::peek_page_size(&prefix).map_err(|e| page_error(path, page0_id, e))?;
         let mut page0 = vec![0u8; page_size.bytes()];
         file.read_at(&mut page0, 0)?;
         verify_page(&page0, page0_id, page_size).map_err(|e| page_error(path, page0_id, e))?;
         SpaceHeader::read(&page0, page_size).map_err(|e| page_error(path, page0_id, e))?;
 
-        let copies = [read_copy(&*file, path, page_size, 0), read_copy(&*file, path, page_size, 1)];
+        let copies = [
+            read_copy(&*file, path, page_size, 0),
+            read_copy(&*file, path, page_size, 1),
+        ];
         let newest = copies.into_iter().filter_map(|copy| match copy {
             Ok(copy) => Some(copy),
             Err(err) => {
@@ -80,7 +96,10 @@ impl Catalog {
             }
         });
         let Some(best) = newest.max_by_key(|c| c.generation) else {
-            return Err(Error::Corrupt { file: path.to_owned(), what: "no valid catalog copy".into() });
+            return Err(Error::Corrupt {
+                file: path.to_owned(),
+                what: "no valid catalog copy".into(),
+            });
         };
         let mut entries = BTreeMap::new();
         for entry in best.entries {
@@ -107,12 +126,19 @@ impl Catalog {
         let copy = (generation % 2) as u32;
         let per_page = catalog::capacity(self.page_size);
         let entries: Vec<CatalogEntry> = self.entries.values().cloned().collect();
-        let chunks: Vec<&[CatalogEntry]> =
-            if entries.is_empty() { vec![&[]] } else { entries.chunks(per_page).collect() };
+        let chunks: Vec<&[CatalogEntry]> = if entries.is_empty() {
+            vec![&[]]
+        } else {
+            entries.chunks(per_page).collect()
+        };
         let mut pages = Vec::with_capacity(chunks.len());
         for (k, chunk) in chunks.iter().enumerate() {
             let page_no = copy_page_no(copy, k as u32);
-            let next = if k + 1 < chunks.len() { copy_page_no(copy, k as u32 + 1) } else { FIL_NULL };
+            let next = if k + 1 < chunks.len() {
+                copy_page_no(copy, k as u32 + 1)
+            } else {
+                FIL_NULL
+            };
             let id = PageId::new(SYSTEM_SPACE, page_no);
             let mut buf = vec![0u8; self.page_size.bytes()];
             FileHeader::new(id, PageType::Catalog).write(&mut buf);
@@ -122,7 +148,8 @@ impl Catalog {
                 next_index_id: self.next_index_id,
                 entries: chunk.to_vec(),
             };
-            page.write(&mut buf, self.page_size).map_err(|e| page_error(&self.path, id, e))?;
+            page.write(&mut buf, self.page_size)
+                .map_err(|e| page_error(&self.path, id, e))?;
             set_page_lsn(&mut buf, generation);
             seal_page(&mut buf);
             pages.push((u64::from(page_no) * self.page_size.bytes() as u64, buf));
@@ -147,7 +174,12 @@ struct CatalogCopy {
     entries: Vec<CatalogEntry>,
 }
 
-fn read_copy(file: &dyn PageFile, path: &Path, page_size: PageSize, copy: u32) -> Result<CatalogCopy> {
+fn read_copy(
+    file: &dyn PageFile,
+    path: &Path,
+    page_size: PageSize,
+    copy: u32,
+) -> Result<CatalogCopy> {
     let mut k = 0;
     let mut page_no = copy_page_no(copy, 0);
     let mut result: Option<CatalogCopy> = None;
@@ -184,10 +216,16 @@ fn read_copy(file: &dyn PageFile, path: &Path, page_size: PageSize, copy: u32) -
         if page.next_catalog_page != copy_page_no(copy, k) {
             return Err(Error::Corrupt {
                 file: path.to_owned(),
-                what: format!("catalog copy {copy} links page {page_no} to {}", page.next_catalog_page),
+                what: format!(
+                    "catalog copy {copy} links page {page_no} to {}",
+                    page.next_catalog_page
+                ),
             });
         }
         page_no = page.next_catalog_page;
     }
-    result.ok_or_else(|| Error::Corrupt { file: path.to_owned(), what: "empty catalog copy".into() })
+    result.ok_or_else(|| Error::Corrupt {
+        file: path.to_owned(),
+        what: "empty catalog copy".into(),
+    })
 }

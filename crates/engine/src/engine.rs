@@ -107,7 +107,10 @@ impl Engine {
             )));
         }
         if !(5..=95).contains(&options.old_blocks_pct) {
-            return Err(Error::InvalidOption(format!("old_blocks_pct {} is outside 5..=95", options.old_blocks_pct)));
+            return Err(Error::InvalidOption(format!(
+                "old_blocks_pct {} is outside 5..=95",
+                options.old_blocks_pct
+            )));
         }
         let spaces = Arc::new(SpaceRegistry::default());
         let config = PoolConfig::new(page_size)
@@ -116,21 +119,49 @@ impl Engine {
             .old_blocks_pct(options.old_blocks_pct)
             .old_blocks_time(options.old_blocks_time)
             .policy(options.free_page_policy)
-            .read_ahead(ReadAhead { linear_threshold: options.read_ahead_threshold, random: options.random_read_ahead });
+            .read_ahead(ReadAhead {
+                linear_threshold: options.read_ahead_threshold,
+                random: options.random_read_ahead,
+            });
         let pool = BufferPool::new(config, spaces.clone())?;
         let log = Arc::new(PlaceholderLog::default());
         let sink: Arc<dyn LogSink> = log.clone();
-        let alloc = Arc::new(SpaceAllocator::new(pool.clone(), spaces.clone(), sink.clone()));
+        let alloc = Arc::new(SpaceAllocator::new(
+            pool.clone(),
+            spaces.clone(),
+            sink.clone(),
+        ));
         let ctx = TreeContext::new(pool.clone(), alloc, sink);
 
         let mut tables = HashMap::new();
         for entry in catalog.entries.values() {
-            let options_of = TableOptions::decode(&entry.name, (entry.row_format, entry.key_block_size, entry.page_compression, entry.compression_level))?;
+            let options_of = TableOptions::decode(
+                &entry.name,
+                (
+                    entry.row_format,
+                    entry.key_block_size,
+                    entry.page_compression,
+                    entry.compression_level,
+                ),
+            )?;
             let path = table_path(&dir, &entry.name);
-            let space = Arc::new(Tablespace::open(&path, entry.space_id, page_size, options.io_backend)?);
+            let space = Arc::new(Tablespace::open(
+                &path,
+                entry.space_id,
+                page_size,
+                options.io_backend,
+            )?);
             spaces.insert(space);
-            let tree = BTree::open(ctx.clone(), entry.space_id, entry.root_page_no, entry.index_id);
-            tables.insert(entry.name.clone(), Arc::new(TableInner::new(entry.name.clone(), tree, options_of)));
+            let tree = BTree::open(
+                ctx.clone(),
+                entry.space_id,
+                entry.root_page_no,
+                entry.index_id,
+            );
+            tables.insert(
+                entry.name.clone(),
+                Arc::new(TableInner::new(entry.name.clone(), tree, options_of)),
+            );
         }
         Ok(Self {
             inner: Arc::new(EngineInner {
@@ -177,11 +208,27 @@ impl Engine {
         let space_id = catalog.next_space_id;
         let index_id = catalog.next_index_id;
         let path = table_path(&self.inner.dir, name);
-        let space = Arc::new(Tablespace::create(&path, space_id, self.inner.page_size, self.inner.options.io_backend, Some(index_id))?);
+        let space = Arc::new(Tablespace::create(
+            &path,
+            space_id,
+            self.inner.page_size,
+            self.inner.options.io_backend,
+            Some(index_id),
+        )?);
         let (row_format, key_block_size, page_compression, compression_level) = options.encode();
         catalog.entries.insert(
             name.to_owned(),
-            CatalogEntry { name: name.to_owned(), space_id, root_page_no: 1, index_id, row_format, key_block_size, page_compression, compression_level, flags: 0 },
+            CatalogEntry {
+                name: name.to_owned(),
+                space_id,
+                root_page_no: 1,
+                index_id,
+                row_format,
+                key_block_size,
+                page_compression,
+                compression_level,
+                flags: 0,
+            },
         );
         catalog.next_space_id += 1;
         catalog.next_index_id += 1;
@@ -194,13 +241,23 @@ impl Engine {
         self.inner.spaces.insert(space);
         let tree = BTree::open(self.inner.ctx.clone(), space_id, 1, index_id);
         let table = Arc::new(TableInner::new(name.to_owned(), tree, options));
-        self.inner.tables.write().insert(name.to_owned(), table.clone());
+        self.inner
+            .tables
+            .write()
+            .insert(name.to_owned(), table.clone());
         Ok(Table { inner: table })
     }
 
     /// A handle to an existing table.
     pub fn table(&self, name: &str) -> Result<Table> {
-        self.inner.tables.read().get(name).map(|inner| Table { inner: inner.clone() }).ok_or_else(|| Error::NoSuchTable(name.to_owned()))
+        self.inner
+            .tables
+            .read()
+            .get(name)
+            .map(|inner| Table {
+                inner: inner.clone(),
+            })
+            .ok_or_else(|| Error::NoSuchTable(name.to_owned()))
     }
 
     /// Alias of [`table`](Self::table).
@@ -260,7 +317,10 @@ impl Engine {
     /// The value stored under `key`, if any.
     pub fn get(&self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let tree = table.tree_of(self)?;
-        self.inner.counters.rows_read.fetch_add(1, Ordering::Relaxed);
+        self.inner
+            .counters
+            .rows_read
+            .fetch_add(1, Ordering::Relaxed);
         tree.get(key).map_err(|e| Error::table(table.name(), e))
     }
 
@@ -279,7 +339,10 @@ impl Engine {
         for space in self.inner.spaces.all() {
             space.sync()?;
         }
-        self.inner.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.inner
+            .counters
+            .checkpoints
+            .fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -298,8 +361,19 @@ impl Engine {
         let mut table_status: Vec<TableStatus> = tables
             .values()
             .map(|t| {
-                let size_pages = self.inner.spaces.get(t.tree.space()).map_or(0, |s| s.size_pages());
-                TableStatus { name: t.name.clone(), space_id: t.tree.space(), size_pages, options: t.options }
+                let space = self.inner.spaces.get(t.tree.space());
+                let size_pages = space.as_ref().map_or(0, |s| s.size_pages());
+                let allocated_bytes = space
+                    .as_ref()
+                    .and_then(|s| s.file().allocated_bytes().ok())
+                    .unwrap_or(0);
+                TableStatus {
+                    name: t.name.clone(),
+                    space_id: t.tree.space(),
+                    size_pages,
+                    allocated_bytes,
+                    options: t.options,
+                }
             })
             .collect();
         table_status.sort_by(|a, b| a.name.cmp(&b.name));
@@ -334,7 +408,9 @@ impl Engine {
     /// Sets `innodb_old_blocks_pct` at run time (5–95).
     pub fn set_old_blocks_pct(&self, pct: u32) -> Result<()> {
         if !(5..=95).contains(&pct) {
-            return Err(Error::InvalidOption(format!("old_blocks_pct {pct} is outside 5..=95")));
+            return Err(Error::InvalidOption(format!(
+                "old_blocks_pct {pct} is outside 5..=95"
+            )));
         }
         self.inner.pool.set_old_blocks_pct(pct);
         Ok(())
@@ -348,13 +424,19 @@ impl Engine {
     /// Turns linear read-ahead on (threshold in pages) or off, and random read-ahead on or off,
     /// without a restart (`innodb_read_ahead_threshold`, `innodb_random_read_ahead`).
     pub fn set_read_ahead(&self, linear_threshold: Option<u32>, random: bool) {
-        self.inner.pool.set_read_ahead(ReadAhead { linear_threshold, random });
+        self.inner.pool.set_read_ahead(ReadAhead {
+            linear_threshold,
+            random,
+        });
     }
 
     /// Verifies the B-tree of `table` (order, levels, links, overflow chains) and returns its
     /// shape. Meant for a quiescent table.
     pub fn check_table(&self, table: &Table) -> Result<barracuda_btree::TreeStats> {
-        table.tree_of(self)?.check().map_err(|e| Error::table(table.name(), e))
+        table
+            .tree_of(self)?
+            .check()
+            .map_err(|e| Error::table(table.name(), e))
     }
 
     pub(crate) fn check_writable(&self) -> Result<()> {
@@ -384,10 +466,17 @@ impl Drop for EngineInner {
 
 fn lock_dir(dir: &Path) -> Result<File> {
     let path = dir.join(LOCK_FILE);
-    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| Error::fs(&path, e))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::fs(&path, e))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked { dir: dir.to_owned() }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked {
+            dir: dir.to_owned(),
+        }),
         Err(std::fs::TryLockError::Error(e)) => Err(Error::fs(&path, e)),
     }
 }
@@ -400,10 +489,15 @@ fn check_table_name(name: &str) -> Result<()> {
     let why = "1 to 64 bytes of ASCII letters, digits, '_' and '-'";
     let ok = !name.is_empty()
         && name.len() <= barracuda_page::catalog::MAX_NAME_LEN
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if ok {
         Ok(())
     } else {
-        Err(Error::InvalidTableName { name: name.to_owned(), why })
+        Err(Error::InvalidTableName {
+            name: name.to_owned(),
+            why,
+        })
     }
 }

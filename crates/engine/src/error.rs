@@ -110,13 +110,23 @@ pub enum Error {
 impl Error {
     pub(crate) fn table(table: &str, source: BTreeError) -> Self {
         match source {
-            BTreeError::KeyTooLong { len, max } => Self::KeyTooLong { table: table.to_owned(), len, max },
+            BTreeError::KeyTooLong { len, max } => Self::KeyTooLong {
+                table: table.to_owned(),
+                len,
+                max,
+            },
             BTreeError::Pool(pool) => Self::Pool(pool),
-            other => Self::Table { table: table.to_owned(), source: other },
+            other => Self::Table {
+                table: table.to_owned(),
+                source: other,
+            },
         }
     }
 
     pub(crate) fn fs(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Fs { path: path.into(), source }
+        Self::Fs {
+            path: path.into(),
+            source,
+        }
     }
 }

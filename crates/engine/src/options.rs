@@ -51,7 +51,7 @@ impl Default for EngineOptions {
             free_page_policy: FreePagePolicy::Eager,
             lru_scan_depth: 1024,
             old_blocks_pct: 37,
-            old_blocks_time: Duration::from_millis(1000),
+            old_blocks_time: Duration::from_secs(1),
             read_ahead_threshold: Some(56),
             random_read_ahead: false,
             durability: Durability::SyncEachCommit,
@@ -207,7 +207,7 @@ impl TableOptions {
     }
 
     /// Refuses what this version cannot store yet, naming the option.
-    pub(crate) fn check_supported(&self) -> Result<()> {
+    pub(crate) fn check_supported(self) -> Result<()> {
         if let RowFormat::Compressed { key_block_size } = self.row_format {
             return Err(Error::Unsupported(format!(
                 "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE={key_block_size} is not available yet"
@@ -224,7 +224,7 @@ impl TableOptions {
     /// Catalog encoding: `(row_format, key_block_size, page_compression, level)`.
     // Format: row_format u8 (0 dynamic, 1 compressed) | key_block_size u8 (KiB, 0 = none)
     //       | page_compression u8 (0 none, 1 zlib, 2 lz4) | level u8 (zlib level, else 0)
-    pub(crate) fn encode(&self) -> (u8, u8, u8, u8) {
+    pub(crate) fn encode(self) -> (u8, u8, u8, u8) {
         let (row_format, key_block_size) = match self.row_format {
             RowFormat::Dynamic => (0, 0),
             RowFormat::Compressed { key_block_size } => (1, key_block_size),
@@ -240,7 +240,10 @@ impl TableOptions {
     /// Decodes catalog fields; unknown values are an error naming the table.
     pub(crate) fn decode(table: &str, fields: (u8, u8, u8, u8)) -> Result<Self> {
         let (row_format, key_block_size, compression, level) = fields;
-        let bad = |what: String| Error::Corrupt { file: "system.ibs".into(), what: format!("table {table}: {what}") };
+        let bad = |what: String| Error::Corrupt {
+            file: "system.ibs".into(),
+            what: format!("table {table}: {what}"),
+        };
         let row_format = match (row_format, key_block_size) {
             (0, 0) => RowFormat::Dynamic,
             (1, k @ (1 | 2 | 4 | 8 | 16)) => RowFormat::Compressed { key_block_size: k },
@@ -252,7 +255,10 @@ impl TableOptions {
             (2, _) => Some(PageCompression::Lz4),
             (c, l) => return Err(bad(format!("unknown page compression {c} level {l}"))),
         };
-        Ok(Self { row_format, page_compression })
+        Ok(Self {
+            row_format,
+            page_compression,
+        })
     }
 }
 
@@ -269,7 +275,10 @@ mod tests {
             TableOptions::default().page_compression(Some(PageCompression::Zlib { level: 6 })),
         ];
         for options in all {
-            assert_eq!(TableOptions::decode("t", options.encode()).unwrap(), options);
+            assert_eq!(
+                TableOptions::decode("t", options.encode()).unwrap(),
+                options
+            );
         }
         assert!(TableOptions::decode("t", (7, 0, 0, 0)).is_err());
         assert!(TableOptions::decode("t", (1, 3, 0, 0)).is_err());
@@ -278,10 +287,17 @@ mod tests {
 
     #[test]
     fn compressed_formats_are_refused_until_implemented() {
-        let compressed = TableOptions::default().row_format(RowFormat::Compressed { key_block_size: 4 });
-        assert!(matches!(compressed.check_supported(), Err(Error::Unsupported(_))));
+        let compressed =
+            TableOptions::default().row_format(RowFormat::Compressed { key_block_size: 4 });
+        assert!(matches!(
+            compressed.check_supported(),
+            Err(Error::Unsupported(_))
+        ));
         let punched = TableOptions::default().page_compression(Some(PageCompression::Lz4));
-        assert!(matches!(punched.check_supported(), Err(Error::Unsupported(_))));
+        assert!(matches!(
+            punched.check_supported(),
+            Err(Error::Unsupported(_))
+        ));
         assert!(TableOptions::default().check_supported().is_ok());
     }
 }

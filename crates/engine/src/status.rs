@@ -45,14 +45,15 @@ pub struct TableStatus {
     pub space_id: SpaceId,
     /// The tablespace's size in pages (file high-water mark).
     pub size_pages: u32,
+    /// Bytes the file occupies on disk (`st_blocks`), which hole punching lowers.
+    pub allocated_bytes: u64,
     /// Its options.
     pub options: TableOptions,
 }
 
 impl fmt::Display for EngineStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "=====================================")
-        ?;
+        writeln!(f, "=====================================")?;
         writeln!(f, "BARRACUDA ENGINE STATUS (page size {})", self.page_size)?;
         writeln!(f, "=====================================")?;
         writeln!(f, "---\nLOG\n---")?;
@@ -62,7 +63,10 @@ impl fmt::Display for EngineStatus {
             None => writeln!(f, "Oldest modification          (no dirty pages)")?,
         }
         writeln!(f, "Checkpoints                  {}", self.checkpoints)?;
-        writeln!(f, "----------------------\nBUFFER POOL AND MEMORY\n----------------------")?;
+        writeln!(
+            f,
+            "----------------------\nBUFFER POOL AND MEMORY\n----------------------"
+        )?;
         write!(f, "{}", self.pool)?;
         writeln!(f, "--------------\nROW OPERATIONS\n--------------")?;
         writeln!(
@@ -77,10 +81,17 @@ impl fmt::Display for EngineStatus {
         for t in &self.tables {
             writeln!(
                 f,
-                "{:<24} space {:>5}  {:>10} pages  {:?}",
-                t.name, t.space_id, t.size_pages, t.options.get_row_format()
+                "{:<24} space {:>5}  {:>10} pages  {:>12} bytes on disk  {:?}",
+                t.name,
+                t.space_id,
+                t.size_pages,
+                t.allocated_bytes,
+                t.options.get_row_format()
             )?;
         }
-        writeln!(f, "----------------------------\nEND OF BARRACUDA ENGINE STATUS")
+        writeln!(
+            f,
+            "----------------------------\nEND OF BARRACUDA ENGINE STATUS"
+        )
     }
 }

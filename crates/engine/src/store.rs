@@ -35,7 +35,10 @@ impl SpaceRegistry {
 
     fn space(&self, id: PageId) -> Result<Arc<Tablespace>, StoreError> {
         self.get(id.space_id).ok_or_else(|| {
-            StoreError::new(id, format!("tablespace {} is not open (dropped table?)", id.space_id))
+            StoreError::new(
+                id,
+                format!("tablespace {} is not open (dropped table?)", id.space_id),
+            )
         })
     }
 }
@@ -43,21 +46,31 @@ impl SpaceRegistry {
 impl PageStore for SpaceRegistry {
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<(), StoreError> {
         let space = self.space(id)?;
-        space.read_page(id.page_no, buf).map_err(|e| StoreError::new(id, e))
+        space
+            .read_page(id.page_no, buf)
+            .map_err(|e| StoreError::new(id, e))
     }
 
     fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<(), StoreError> {
         // Group by tablespace so each file gets one vectored write.
         let mut by_space: HashMap<SpaceId, Vec<(u32, &[u8])>> = HashMap::new();
         for (id, image) in pages {
-            by_space.entry(id.space_id).or_default().push((id.page_no, image));
+            by_space
+                .entry(id.space_id)
+                .or_default()
+                .push((id.page_no, image));
         }
         for (space_id, batch) in by_space {
-            let first = batch.first().map_or(PageId::new(space_id, 0), |(p, _)| PageId::new(space_id, *p));
-            match self.get(space_id) {
-                Some(space) => space.write_pages(&batch).map_err(|e| StoreError::new(first, e))?,
+            let first = batch
+                .first()
+                .map_or(PageId::new(space_id, 0), |(p, _)| PageId::new(space_id, *p));
+            if let Some(space) = self.get(space_id) {
+                space
+                    .write_pages(&batch)
+                    .map_err(|e| StoreError::new(first, e))?;
+            } else {
                 // A dropped table's pages are discarded, not written: its file is gone.
-                None => tracing::debug!(space_id, "skipping write of pages of a dropped tablespace"),
+                tracing::debug!(space_id, "skipping write of pages of a dropped tablespace");
             }
         }
         Ok(())

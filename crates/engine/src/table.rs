@@ -18,7 +18,12 @@ pub(crate) struct TableInner {
 
 impl TableInner {
     pub(crate) fn new(name: String, tree: BTree, options: TableOptions) -> Self {
-        Self { name, tree, options, dropped: AtomicBool::new(false) }
+        Self {
+            name,
+            tree,
+            options,
+            dropped: AtomicBool::new(false),
+        }
     }
 }
 
@@ -30,7 +35,10 @@ pub struct Table {
 
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Table").field("name", &self.inner.name).field("space_id", &self.inner.tree.space()).finish()
+        f.debug_struct("Table")
+            .field("name", &self.inner.name)
+            .field("space_id", &self.inner.tree.space())
+            .finish()
     }
 }
 
@@ -52,7 +60,12 @@ impl Table {
 
     /// The tree, after checking the handle belongs to `engine` and the table still exists.
     pub(crate) fn tree_of(&self, engine: &Engine) -> Result<&BTree> {
-        let current = engine.inner.tables.read().get(&self.inner.name).is_some_and(|t| Arc::ptr_eq(t, &self.inner));
+        let current = engine
+            .inner
+            .tables
+            .read()
+            .get(&self.inner.name)
+            .is_some_and(|t| Arc::ptr_eq(t, &self.inner));
         if !current || self.inner.dropped.load(Ordering::Acquire) {
             return Err(Error::StaleTable(self.inner.name.clone()));
         }
@@ -75,7 +88,9 @@ impl Range {
 
 impl std::fmt::Debug for Range {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Range").field("table", &self.table).finish_non_exhaustive()
+        f.debug_struct("Range")
+            .field("table", &self.table)
+            .finish_non_exhaustive()
     }
 }
 
@@ -89,6 +104,10 @@ impl Iterator for Range {
 
 impl DoubleEndedIterator for Range {
     fn next_back(&mut self) -> Option<Self::Item> {
-        Some(self.iter.next_back()?.map_err(|e| Error::table(&self.table, e)))
+        Some(
+            self.iter
+                .next_back()?
+                .map_err(|e| Error::table(&self.table, e)),
+        )
     }
 }

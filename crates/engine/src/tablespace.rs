@@ -24,7 +24,12 @@ pub(crate) struct Tablespace {
 
 impl std::fmt::Debug for Tablespace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tablespace").field("space_id", &self.space_id).field("path", &self.path).finish()
+        f.debug_struct("Tablespace")
+            .field("space_id", &self.space_id)
+            .field("path", &self.path)
+            .field("page_size", &self.page_size)
+            .field("size_pages", &self.size_pages)
+            .finish_non_exhaustive()
     }
 }
 
@@ -39,11 +44,23 @@ impl Tablespace {
         backend: Backend,
         root_index: Option<u64>,
     ) -> Result<Self> {
-        let file = open_file(path, &OpenOptions::new().create(true).truncate(true), backend)?;
+        let file = open_file(
+            path,
+            &OpenOptions::new().create(true).truncate(true),
+            backend,
+        )?;
         let extent = page_size.pages_per_extent();
-        let header = SpaceHeader { space_id, page_size, flags: 0, size_in_pages: extent, free_hint: 1 };
+        let header = SpaceHeader {
+            space_id,
+            page_size,
+            flags: 0,
+            size_in_pages: extent,
+            free_hint: 1,
+        };
         let mut page0 = vec![0u8; page_size.bytes()];
-        header.format(&mut page0).map_err(|e| page_error(path, PageId::new(space_id, 0), e))?;
+        header
+            .format(&mut page0)
+            .map_err(|e| page_error(path, PageId::new(space_id, 0), e))?;
         let mut writes = vec![(0u64, page0)];
         if let Some(index_id) = root_index {
             let root_id = PageId::new(space_id, 1);
@@ -58,15 +75,27 @@ impl Tablespace {
         for (_, page) in &mut writes {
             seal_page(page);
         }
-        let slices: Vec<(u64, &[u8])> = writes.iter().map(|(off, p)| (*off, p.as_slice())).collect();
+        let slices: Vec<(u64, &[u8])> =
+            writes.iter().map(|(off, p)| (*off, p.as_slice())).collect();
         file.set_len(u64::from(extent) * page_size.bytes() as u64)?;
         file.write_vectored_at(&slices)?;
         file.sync_all()?;
-        Ok(Self { space_id, path: path.to_owned(), file, page_size, size_pages: AtomicU32::new(extent) })
+        Ok(Self {
+            space_id,
+            path: path.to_owned(),
+            file,
+            page_size,
+            size_pages: AtomicU32::new(extent),
+        })
     }
 
     /// Opens an existing tablespace, checking its page 0 against the expected id and page size.
-    pub(crate) fn open(path: &Path, space_id: SpaceId, page_size: PageSize, backend: Backend) -> Result<Self> {
+    pub(crate) fn open(
+        path: &Path,
+        space_id: SpaceId,
+        page_size: PageSize,
+        backend: Backend,
+    ) -> Result<Self> {
         let file = open_file(path, &OpenOptions::new(), backend)?;
         let mut page0 = vec![0u8; page_size.bytes()];
         let id = PageId::new(space_id, 0);
@@ -100,7 +129,8 @@ impl Tablespace {
 
     /// Extends the file to `pages` pages (file growth happens an extent at a time).
     pub(crate) fn grow_to(&self, pages: u32) -> Result<()> {
-        self.file.set_len(u64::from(pages) * self.page_size.bytes() as u64)?;
+        self.file
+            .set_len(u64::from(pages) * self.page_size.bytes() as u64)?;
         self.size_pages.fetch_max(pages, Ordering::AcqRel);
         Ok(())
     }
@@ -126,7 +156,8 @@ impl Tablespace {
             seal_page(&mut copy);
             sealed.push((self.offset(*page_no), copy));
         }
-        let slices: Vec<(u64, &[u8])> = sealed.iter().map(|(off, p)| (*off, p.as_slice())).collect();
+        let slices: Vec<(u64, &[u8])> =
+            sealed.iter().map(|(off, p)| (*off, p.as_slice())).collect();
         self.file.write_vectored_at(&slices)?;
         Ok(())
     }
@@ -143,5 +174,9 @@ impl Tablespace {
 }
 
 pub(crate) fn page_error(path: &Path, page: PageId, source: PageError) -> Error {
-    Error::Page { file: path.to_owned(), page, source }
+    Error::Page {
+        file: path.to_owned(),
+        page,
+        source,
+    }
 }

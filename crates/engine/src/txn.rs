@@ -8,6 +8,9 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::table::{Table, TableInner};
 
+/// Staged rows of one table: key → new value (`None` = delete).
+type StagedRows = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+
 /// A batch of writes applied all together at [`commit`](Self::commit), or not at all.
 ///
 /// Reads through the transaction see its own writes first. Until commit nothing is visible to
@@ -18,16 +21,20 @@ use crate::table::{Table, TableInner};
 pub struct Transaction<'e> {
     engine: &'e Engine,
     /// Per table (keyed by name, holding its handle), key → new value (`None` = delete).
-    writes: BTreeMap<String, (Arc<TableInner>, BTreeMap<Vec<u8>, Option<Vec<u8>>>)>,
+    writes: BTreeMap<String, (Arc<TableInner>, StagedRows)>,
     finished: bool,
 }
 
 impl<'e> Transaction<'e> {
     pub(crate) fn new(engine: &'e Engine) -> Self {
-        Self { engine, writes: BTreeMap::new(), finished: false }
+        Self {
+            engine,
+            writes: BTreeMap::new(),
+            finished: false,
+        }
     }
 
-    fn table_writes(&mut self, table: &Table) -> Result<&mut BTreeMap<Vec<u8>, Option<Vec<u8>>>> {
+    fn table_writes(&mut self, table: &Table) -> Result<&mut StagedRows> {
         table.tree_of(self.engine)?;
         let entry = self
             .writes
@@ -42,7 +49,8 @@ impl<'e> Transaction<'e> {
     /// Stages `key → value`. Keys over the limit are refused now, not at commit.
     pub fn put(&mut self, table: &Table, key: &[u8], value: &[u8]) -> Result<()> {
         check_key(self.engine, table, key)?;
-        self.table_writes(table)?.insert(key.to_vec(), Some(value.to_vec()));
+        self.table_writes(table)?
+            .insert(key.to_vec(), Some(value.to_vec()));
         Ok(())
     }
 
@@ -104,8 +112,14 @@ impl<'e> Transaction<'e> {
                 }
             }
         }
-        inner.counters.rows_written.fetch_add(written, Ordering::Relaxed);
-        inner.counters.rows_deleted.fetch_add(deleted, Ordering::Relaxed);
+        inner
+            .counters
+            .rows_written
+            .fetch_add(written, Ordering::Relaxed);
+        inner
+            .counters
+            .rows_deleted
+            .fetch_add(deleted, Ordering::Relaxed);
         inner.counters.commits.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -114,14 +128,22 @@ impl<'e> Transaction<'e> {
     pub fn rollback(mut self) {
         self.finished = true;
         self.writes.clear();
-        self.engine.inner.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
+        self.engine
+            .inner
+            .counters
+            .rollbacks
+            .fetch_add(1, Ordering::Relaxed);
     }
 }
 
 impl Drop for Transaction<'_> {
     fn drop(&mut self) {
         if !self.finished {
-            self.engine.inner.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
+            self.engine
+                .inner
+                .counters
+                .rollbacks
+                .fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -129,7 +151,11 @@ impl Drop for Transaction<'_> {
 fn check_key(engine: &Engine, table: &Table, key: &[u8]) -> Result<()> {
     let max = barracuda_btree::max_key_len(engine.page_size());
     if key.len() > max {
-        return Err(Error::KeyTooLong { table: table.name().to_owned(), len: key.len(), max });
+        return Err(Error::KeyTooLong {
+            table: table.name().to_owned(),
+            len: key.len(),
+            max,
+        });
     }
     Ok(())
 }

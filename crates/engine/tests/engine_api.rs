@@ -1,17 +1,34 @@
 //! The public API's promises, one scenario each: locking, DDL, refusals with typed errors,
 //! large values, persistence across clean close, status, run-time knobs.
 
-use barracuda::{Engine, EngineOptions, Error, FreePagePolicy, PageCompression, PageSize, RowFormat, TableOptions};
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+#![allow(
+    clippy::big_endian_bytes,
+    reason = "big-endian keys sort in numeric order under memcmp"
+)]
+
+use barracuda::{
+    Engine, EngineOptions, Error, FreePagePolicy, PageCompression, PageSize, RowFormat,
+    TableOptions,
+};
 
 fn small(dir: &std::path::Path) -> Engine {
-    Engine::open(dir, EngineOptions::default().page_size(PageSize::K4).buffer_pool_bytes(64 * 4096)).unwrap()
+    Engine::open(
+        dir,
+        EngineOptions::default()
+            .page_size(PageSize::K4)
+            .buffer_pool_bytes(64 * 4096),
+    )
+    .unwrap()
 }
 
 #[test]
 fn a_second_opener_gets_locked() {
     let dir = tempfile::tempdir().unwrap();
     let db = small(dir.path());
-    let err = Engine::open(dir.path(), EngineOptions::default()).err().unwrap();
+    let err = Engine::open(dir.path(), EngineOptions::default())
+        .err()
+        .unwrap();
     assert!(matches!(err, Error::Locked { .. }), "{err}");
     db.close().unwrap();
     // Released at close.
@@ -24,10 +41,22 @@ fn ddl_create_list_drop_and_stale_handles() {
     let db = small(dir.path());
     let a = db.create_table("alpha", TableOptions::default()).unwrap();
     db.create_table("beta", TableOptions::default()).unwrap();
-    assert!(matches!(db.create_table("alpha", TableOptions::default()), Err(Error::TableExists(_))));
-    assert!(matches!(db.create_table("no/slash", TableOptions::default()), Err(Error::InvalidTableName { .. })));
-    assert!(matches!(db.create_table("", TableOptions::default()), Err(Error::InvalidTableName { .. })));
-    assert_eq!(db.list_tables(), vec!["alpha".to_string(), "beta".to_string()]);
+    assert!(matches!(
+        db.create_table("alpha", TableOptions::default()),
+        Err(Error::TableExists(_))
+    ));
+    assert!(matches!(
+        db.create_table("no/slash", TableOptions::default()),
+        Err(Error::InvalidTableName { .. })
+    ));
+    assert!(matches!(
+        db.create_table("", TableOptions::default()),
+        Err(Error::InvalidTableName { .. })
+    ));
+    assert_eq!(
+        db.list_tables(),
+        vec!["alpha".to_string(), "beta".to_string()]
+    );
     db.put(&a, b"k", b"v").unwrap();
     db.drop_table("alpha").unwrap();
     assert!(!dir.path().join("tables/alpha.ibd").exists());
@@ -38,7 +67,10 @@ fn ddl_create_list_drop_and_stale_handles() {
     assert_eq!(db.get(&a2, b"k").unwrap(), None);
     db.close().unwrap();
     let db = small(dir.path());
-    assert_eq!(db.list_tables(), vec!["alpha".to_string(), "beta".to_string()]);
+    assert_eq!(
+        db.list_tables(),
+        vec!["alpha".to_string(), "beta".to_string()]
+    );
     assert!(matches!(db.drop_table("gamma"), Err(Error::NoSuchTable(_))));
 }
 
@@ -47,9 +79,15 @@ fn compression_options_are_refused_until_they_exist() {
     let dir = tempfile::tempdir().unwrap();
     let db = small(dir.path());
     let row = TableOptions::default().row_format(RowFormat::Compressed { key_block_size: 8 });
-    assert!(matches!(db.create_table("c", row), Err(Error::Unsupported(_))));
+    assert!(matches!(
+        db.create_table("c", row),
+        Err(Error::Unsupported(_))
+    ));
     let page = TableOptions::default().page_compression(Some(PageCompression::Lz4));
-    assert!(matches!(db.create_table("p", page), Err(Error::Unsupported(_))));
+    assert!(matches!(
+        db.create_table("p", page),
+        Err(Error::Unsupported(_))
+    ));
     assert!(db.list_tables().is_empty());
 }
 
@@ -59,14 +97,19 @@ fn keys_over_the_limit_are_refused_with_the_table_named() {
     let db = small(dir.path());
     let t = db.create_table("t", TableOptions::default()).unwrap();
     let err = db.put(&t, &[0u8; 513], b"v").unwrap_err();
-    assert!(matches!(&err, Error::KeyTooLong { table, len: 513, max: 512 } if table == "t"), "{err}");
+    assert!(
+        matches!(&err, Error::KeyTooLong { table, len: 513, max: 512 } if table == "t"),
+        "{err}"
+    );
     db.put(&t, &[0u8; 512], b"v").unwrap();
 }
 
 #[test]
 fn large_values_survive_reopen_through_a_tiny_pool() {
     let dir = tempfile::tempdir().unwrap();
-    let sixty_four_mib: Vec<u8> = (0..64u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let sixty_four_mib: Vec<u8> = (0..64u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
     {
         let db = small(dir.path());
         let t = db.create_table("blobs", TableOptions::default()).unwrap();
@@ -92,12 +135,21 @@ fn data_larger_than_the_pool_is_evicted_written_and_read_back() {
         db.put(&t, &i.to_be_bytes(), &[i as u8; 100]).unwrap();
     }
     let status = db.status();
-    assert!(status.pool.evictions() > 0 && status.pool.pages_written() > 0, "{status}");
+    assert!(
+        status.pool.evictions() > 0 && status.pool.pages_written() > 0,
+        "{status}"
+    );
     for i in (0u32..20_000).step_by(97) {
-        assert_eq!(db.get(&t, &i.to_be_bytes()).unwrap().unwrap(), vec![i as u8; 100]);
+        assert_eq!(
+            db.get(&t, &i.to_be_bytes()).unwrap().unwrap(),
+            vec![i as u8; 100]
+        );
     }
     let text = status.to_string();
-    assert!(text.contains("BUFFER POOL AND MEMORY") && text.contains("ROW OPERATIONS"), "{text}");
+    assert!(
+        text.contains("BUFFER POOL AND MEMORY") && text.contains("ROW OPERATIONS"),
+        "{text}"
+    );
     assert_eq!(status.rows_written, 20_000);
 }
 
@@ -119,7 +171,11 @@ fn knobs_change_at_run_time_while_threads_work() {
                 }
             });
         }
-        for policy in [FreePagePolicy::Legacy, FreePagePolicy::Backoff, FreePagePolicy::Eager] {
+        for policy in [
+            FreePagePolicy::Legacy,
+            FreePagePolicy::Backoff,
+            FreePagePolicy::Eager,
+        ] {
             db.set_free_page_policy(policy);
             db.set_lru_scan_depth(128);
             db.set_old_blocks_pct(20).unwrap();
@@ -128,7 +184,10 @@ fn knobs_change_at_run_time_while_threads_work() {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
     });
-    assert!(matches!(db.set_old_blocks_pct(99), Err(Error::InvalidOption(_))));
+    assert!(matches!(
+        db.set_old_blocks_pct(99),
+        Err(Error::InvalidOption(_))
+    ));
 }
 
 #[test]
@@ -155,5 +214,10 @@ fn a_corrupted_page_is_reported_with_file_and_page() {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(" / ");
-    assert!(chain.contains("t.ibd") && chain.contains("1:1") && chain.to_lowercase().contains("checksum"), "{text} // {chain}");
+    assert!(
+        chain.contains("t.ibd")
+            && chain.contains("1:1")
+            && chain.to_lowercase().contains("checksum"),
+        "{text} // {chain}"
+    );
 }
