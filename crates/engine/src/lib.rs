@@ -28,6 +28,7 @@ mod alloc;
 mod catalog;
 mod engine;
 mod error;
+pub mod inspect;
 mod options;
 mod status;
 mod store;
