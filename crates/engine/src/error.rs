@@ -92,6 +92,16 @@ pub enum Error {
         /// The limit (`page_size / 8`).
         max: usize,
     },
+    /// A value longer than the engine stores (4 GiB − 1).
+    #[error("table {table}: value of {len} bytes exceeds the limit of {max} bytes")]
+    ValueTooLong {
+        /// The table.
+        table: String,
+        /// The value's length.
+        len: u64,
+        /// The limit.
+        max: u64,
+    },
     /// An option this version cannot provide (yet), or an option out of range.
     #[error("unsupported: {0}")]
     Unsupported(String),

@@ -46,9 +46,13 @@ impl<'e> Transaction<'e> {
         Ok(&mut entry.1)
     }
 
-    /// Stages `key → value`. Keys over the limit are refused now, not at commit.
+    /// Stages `key → value`. Keys and values over the limits are refused now, not at commit.
     pub fn put(&mut self, table: &Table, key: &[u8], value: &[u8]) -> Result<()> {
         check_key(self.engine, table, key)?;
+        let (len, max) = (value.len() as u64, barracuda_btree::MAX_VALUE_LEN);
+        if len > max {
+            return Err(Error::ValueTooLong { table: table.name().to_owned(), len, max });
+        }
         self.table_writes(table)?
             .insert(key.to_vec(), Some(value.to_vec()));
         Ok(())
