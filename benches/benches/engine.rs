@@ -1,0 +1,150 @@
+//! Engine micro-benchmarks (issue 3): point gets warm and with a pool a quarter of the data,
+//! sequential and random inserts in batches of 1000 (no fsync), 100-row range scans.
+//!
+//! `cargo bench -p barracuda-benches --bench engine`. Sizes: `BARRACUDA_BENCH_ROWS`
+//! (default 1,000,000 rows of 8-byte big-endian keys and 180-byte values, as sysbench's).
+
+#![allow(clippy::unwrap_used, reason = "a benchmark that fails should stop loudly")]
+#![allow(clippy::big_endian_bytes, reason = "big-endian keys sort in numeric order under memcmp")]
+#![allow(missing_docs, reason = "criterion's macros generate undocumented items")]
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use barracuda::{Engine, EngineOptions, Table, TableOptions};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+
+const VALUE_LEN: usize = 180;
+const BATCH: u64 = 1000;
+
+fn rows() -> u64 {
+    std::env::var("BARRACUDA_BENCH_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000)
+}
+
+fn value(k: u64) -> [u8; VALUE_LEN] {
+    // sysbench-like: digits and dashes, varying with the key.
+    let mut v = [b'-'; VALUE_LEN];
+    for (i, b) in v.iter_mut().enumerate() {
+        if i % 12 != 11 {
+            *b = b'0' + ((k.wrapping_mul(2_654_435_761).wrapping_add(i as u64) >> 7) % 10) as u8;
+        }
+    }
+    v
+}
+
+/// xorshift64*: a fast, reproducible key stream.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+fn load(db: &Engine, t: &Table, n: u64) {
+    for start in (0..n).step_by(BATCH as usize) {
+        let mut tx = db.begin();
+        for k in start..(start + BATCH).min(n) {
+            tx.put(t, &k.to_be_bytes(), &value(k)).unwrap();
+        }
+        tx.commit().unwrap();
+    }
+}
+
+fn open(dir: &std::path::Path, pool_bytes: usize) -> Engine {
+    Engine::open(dir, EngineOptions::default().buffer_pool_bytes(pool_bytes)).unwrap()
+}
+
+fn point_get(c: &mut Criterion) {
+    let n = rows();
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), 1 << 30);
+    let t = db.create_table("sbtest", TableOptions::default()).unwrap();
+    let started = Instant::now();
+    load(&db, &t, n);
+    eprintln!("loaded {n} rows in {:?}", started.elapsed());
+    let mut group = c.benchmark_group("engine");
+    group.throughput(Throughput::Elements(1));
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    // Warm the pool once.
+    for k in 0..n {
+        black_box(db.get(&t, &k.to_be_bytes()).unwrap());
+    }
+    group.bench_function(format!("point_get_warm/{n}_rows"), |b| {
+        b.iter(|| {
+            let k = rng.next() % n;
+            black_box(db.get(&t, &k.to_be_bytes()).unwrap())
+        });
+    });
+    group.bench_function(format!("range_scan_100/{n}_rows"), |b| {
+        b.iter(|| {
+            let k = rng.next() % (n - 100);
+            let start = k.to_be_bytes();
+            let mut rows = 0usize;
+            for kv in db.range(&t, start.as_slice()..).unwrap().take(100) {
+                rows += black_box(kv.unwrap()).1.len();
+            }
+            black_box(rows)
+        });
+    });
+    group.finish();
+    db.close().unwrap();
+
+    // The same gets with a pool a quarter of the data: misses read from the OS page cache.
+    let data_bytes = std::fs::metadata(dir.path().join("tables/sbtest.ibd")).unwrap().len();
+    let db = open(dir.path(), (data_bytes / 4) as usize);
+    let t = db.table("sbtest").unwrap();
+    let mut group = c.benchmark_group("engine");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function(format!("point_get_quarter_pool/{n}_rows"), |b| {
+        b.iter(|| {
+            let k = rng.next() % n;
+            black_box(db.get(&t, &k.to_be_bytes()).unwrap())
+        });
+    });
+    group.finish();
+    eprintln!("quarter-pool status:\n{}", db.status().pool);
+    db.close().unwrap();
+}
+
+fn inserts(c: &mut Criterion) {
+    let mut group = c.benchmark_group("engine");
+    group.throughput(Throughput::Elements(BATCH));
+    group.sample_size(20);
+    group.measurement_time(Duration::from_secs(8));
+    for random in [false, true] {
+        let name = if random { "insert_random_batch_1000" } else { "insert_sequential_batch_1000" };
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(dir.path(), 1 << 30);
+        let t = db.create_table("sbtest", TableOptions::default()).unwrap();
+        let mut next = 0u64;
+        let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    (0..BATCH)
+                        .map(|_| {
+                            next += 1;
+                            if random { rng.next() } else { next }
+                        })
+                        .collect::<Vec<u64>>()
+                },
+                |keys| {
+                    let mut tx = db.begin();
+                    for k in keys {
+                        tx.put(&t, &k.to_be_bytes(), &value(k)).unwrap();
+                    }
+                    tx.commit().unwrap();
+                },
+                BatchSize::SmallInput,
+            );
+        });
+        db.close().unwrap();
+    }
+    group.finish();
+}
+
+criterion_group!(benches, point_get, inserts);
+criterion_main!(benches);
