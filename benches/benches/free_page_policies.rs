@@ -6,8 +6,14 @@
 //! `BARRACUDA_BENCH_ROWS` (default 400,000), `BARRACUDA_BENCH_SECONDS` (default 10 per policy),
 //! `BARRACUDA_BENCH_THREADS` (default 4).
 
-#![allow(clippy::unwrap_used, reason = "a benchmark that fails should stop loudly")]
-#![allow(clippy::big_endian_bytes, reason = "big-endian keys sort in numeric order under memcmp")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "a benchmark that fails should stop loudly"
+)]
+#![allow(
+    clippy::big_endian_bytes,
+    reason = "big-endian keys sort in numeric order under memcmp"
+)]
 #![allow(missing_docs, reason = "a benchmark binary")]
 
 use std::time::{Duration, Instant};
@@ -16,12 +22,18 @@ use barracuda::{Engine, EngineOptions, FreePagePolicy, TableOptions};
 use hdrhistogram::Histogram;
 
 fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument other than ours means "not us".
-    if std::env::args().skip(1).any(|a| !a.starts_with("--") && a != "free_page_policies") {
+    if std::env::args()
+        .skip(1)
+        .any(|a| !a.starts_with("--") && a != "free_page_policies")
+    {
         return;
     }
     let rows = env("BARRACUDA_BENCH_ROWS", 400_000);
@@ -29,7 +41,11 @@ fn main() {
     let threads = env("BARRACUDA_BENCH_THREADS", 4);
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Engine::open(dir.path(), EngineOptions::default().buffer_pool_bytes(1 << 30)).unwrap();
+        let db = Engine::open(
+            dir.path(),
+            EngineOptions::default().buffer_pool_bytes(1 << 30),
+        )
+        .unwrap();
         let t = db.create_table("sbtest", TableOptions::default()).unwrap();
         for start in (0..rows).step_by(1000) {
             let mut tx = db.begin();
@@ -40,16 +56,31 @@ fn main() {
         }
         db.close().unwrap();
     }
-    let data_bytes = std::fs::metadata(dir.path().join("tables/sbtest.ibd")).unwrap().len();
+    let data_bytes = std::fs::metadata(dir.path().join("tables/sbtest.ibd"))
+        .unwrap()
+        .len();
     let pool_bytes = (data_bytes / 8).max(4 << 20) as usize;
     println!(
         "{rows} rows, {:.1} MiB of data, pool {:.1} MiB, {threads} threads, {seconds} s per policy",
         data_bytes as f64 / 1_048_576.0,
         pool_bytes as f64 / 1_048_576.0
     );
-    println!("{:<8} {:>12} {:>10} {:>10} {:>12} {:>10} {:>14}", "policy", "reads/s", "p99 µs", "p99.9 µs", "max µs", "wait_free", "free wait max µs");
-    for policy in [FreePagePolicy::Legacy, FreePagePolicy::Backoff, FreePagePolicy::Eager] {
-        let db = Engine::open(dir.path(), EngineOptions::default().buffer_pool_bytes(pool_bytes).free_page_policy(policy)).unwrap();
+    println!(
+        "{:<8} {:>12} {:>10} {:>10} {:>12} {:>10} {:>14}",
+        "policy", "reads/s", "p99 µs", "p99.9 µs", "max µs", "wait_free", "free wait max µs"
+    );
+    for policy in [
+        FreePagePolicy::Legacy,
+        FreePagePolicy::Backoff,
+        FreePagePolicy::Eager,
+    ] {
+        let db = Engine::open(
+            dir.path(),
+            EngineOptions::default()
+                .buffer_pool_bytes(pool_bytes)
+                .free_page_policy(policy),
+        )
+        .unwrap();
         let t = db.table("sbtest").unwrap();
         let before = db.status().pool;
         let deadline = Instant::now() + Duration::from_secs(seconds);

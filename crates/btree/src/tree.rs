@@ -148,7 +148,7 @@ impl BTree {
         if key.len() > max_key(self) {
             return Ok(None);
         }
-        let leaf = self.descend_shared(Target::AtLeast(key))?;
+        let leaf = self.descend(Target::AtLeast(key), false)?;
         let id = leaf.guard.page_id();
         let node = Node::open(&leaf.guard, id, self)?;
         match node.search(key) {
@@ -162,7 +162,7 @@ impl BTree {
         if key.len() > max_key(self) {
             return Ok(false);
         }
-        let leaf = self.descend_shared(Target::AtLeast(key))?;
+        let leaf = self.descend(Target::AtLeast(key), false)?;
         let node = Node::open(&leaf.guard, leaf.guard.page_id(), self)?;
         Ok(node.search(key).is_ok())
     }
@@ -179,8 +179,14 @@ impl BTree {
         }
     }
 
-    /// Descends with shared latches (coupled parent → child) to the leaf for `target`.
+    /// Descends with shared latches (coupled parent → child) to the leaf for `target`, with the
+    /// leaf's fences (what iterators need to find the next leaf).
     pub(crate) fn descend_shared(&self, target: Target<'_>) -> Result<LeafAt<'_>> {
+        self.descend(target, true)
+    }
+
+    /// The descent; point reads skip the fences, which cost an allocation per level.
+    fn descend(&self, target: Target<'_>, with_fences: bool) -> Result<LeafAt<'_>> {
         let mut guard = self.ctx.pool.get_shared(self.page_id(self.root))?;
         let mut upper: Option<Vec<u8>> = None;
         let mut lower: Option<Vec<u8>> = None;
@@ -204,10 +210,10 @@ impl BTree {
                 });
             }
             let idx = node.route(target)?;
-            if idx + 1 < node.len() {
+            if with_fences && idx + 1 < node.len() {
                 upper = Some(node.key(idx + 1)?.to_vec());
             }
-            if idx > 0 {
+            if with_fences && idx > 0 {
                 lower = Some(node.key(idx)?.to_vec());
             }
             let child = node.child(idx)?;

@@ -4,7 +4,10 @@
 //! key out of order or a half-made split, a thread deadlocks, or a write is lost.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-#![allow(clippy::big_endian_bytes, reason = "big-endian keys sort in numeric order under memcmp")]
+#![allow(
+    clippy::big_endian_bytes,
+    reason = "big-endian keys sort in numeric order under memcmp"
+)]
 
 mod common;
 

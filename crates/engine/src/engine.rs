@@ -52,6 +52,8 @@ pub struct Engine {
 }
 
 pub(crate) struct EngineInner {
+    /// Unique per opened engine in this process: tells its table handles from another's.
+    pub(crate) serial: u64,
     pub(crate) dir: PathBuf,
     pub(crate) options: EngineOptions,
     pub(crate) page_size: PageSize,
@@ -133,6 +135,8 @@ impl Engine {
         ));
         let ctx = TreeContext::new(pool.clone(), alloc, sink);
 
+        static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
+        let serial = NEXT_SERIAL.fetch_add(1, Ordering::Relaxed);
         let mut tables = HashMap::new();
         for entry in catalog.entries.values() {
             let options_of = TableOptions::decode(
@@ -160,11 +164,17 @@ impl Engine {
             );
             tables.insert(
                 entry.name.clone(),
-                Arc::new(TableInner::new(entry.name.clone(), tree, options_of)),
+                Arc::new(TableInner::new(
+                    serial,
+                    entry.name.clone(),
+                    tree,
+                    options_of,
+                )),
             );
         }
         Ok(Self {
             inner: Arc::new(EngineInner {
+                serial,
                 dir,
                 options,
                 page_size,
@@ -240,7 +250,12 @@ impl Engine {
         }
         self.inner.spaces.insert(space);
         let tree = BTree::open(self.inner.ctx.clone(), space_id, 1, index_id);
-        let table = Arc::new(TableInner::new(name.to_owned(), tree, options));
+        let table = Arc::new(TableInner::new(
+            self.inner.serial,
+            name.to_owned(),
+            tree,
+            options,
+        ));
         self.inner
             .tables
             .write()

@@ -10,6 +10,8 @@ use crate::error::{Error, Result};
 use crate::options::TableOptions;
 
 pub(crate) struct TableInner {
+    /// Serial of the engine that opened the table (handles of another engine are refused).
+    pub(crate) engine_serial: u64,
     pub(crate) name: String,
     pub(crate) tree: BTree,
     pub(crate) options: TableOptions,
@@ -17,8 +19,14 @@ pub(crate) struct TableInner {
 }
 
 impl TableInner {
-    pub(crate) fn new(name: String, tree: BTree, options: TableOptions) -> Self {
+    pub(crate) fn new(
+        engine_serial: u64,
+        name: String,
+        tree: BTree,
+        options: TableOptions,
+    ) -> Self {
         Self {
+            engine_serial,
             name,
             tree,
             options,
@@ -60,13 +68,11 @@ impl Table {
 
     /// The tree, after checking the handle belongs to `engine` and the table still exists.
     pub(crate) fn tree_of(&self, engine: &Engine) -> Result<&BTree> {
-        let current = engine
-            .inner
-            .tables
-            .read()
-            .get(&self.inner.name)
-            .is_some_and(|t| Arc::ptr_eq(t, &self.inner));
-        if !current || self.inner.dropped.load(Ordering::Acquire) {
+        // Two loads, no lock: this runs on every read. `dropped` is set under the catalog lock
+        // before the table's pages are discarded.
+        if self.inner.engine_serial != engine.inner.serial
+            || self.inner.dropped.load(Ordering::Acquire)
+        {
             return Err(Error::StaleTable(self.inner.name.clone()));
         }
         Ok(&self.inner.tree)

@@ -51,7 +51,11 @@ impl<'e> Transaction<'e> {
         check_key(self.engine, table, key)?;
         let (len, max) = (value.len() as u64, barracuda_btree::MAX_VALUE_LEN);
         if len > max {
-            return Err(Error::ValueTooLong { table: table.name().to_owned(), len, max });
+            return Err(Error::ValueTooLong {
+                table: table.name().to_owned(),
+                len,
+                max,
+            });
         }
         self.table_writes(table)?
             .insert(key.to_vec(), Some(value.to_vec()));

@@ -3,7 +3,10 @@
 //! breaks, a policy hands out a frame still in use, loses a dirty page, or stalls forever.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-#![allow(clippy::big_endian_bytes, reason = "big-endian keys sort in numeric order under memcmp")]
+#![allow(
+    clippy::big_endian_bytes,
+    reason = "big-endian keys sort in numeric order under memcmp"
+)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -54,7 +57,10 @@ fn run(policy: FreePagePolicy, switch_to: Option<FreePagePolicy>) {
                     let k = i % ROWS;
                     let v = db.get(t, &k.to_be_bytes()).unwrap().unwrap();
                     let round = u32::from_le_bytes(v[..4].try_into().unwrap());
-                    assert!(round <= 1 && v[4..] == value(k, round)[4..], "row {k} damaged");
+                    assert!(
+                        round <= 1 && v[4..] == value(k, round)[4..],
+                        "row {k} damaged"
+                    );
                 }
             });
         }
@@ -68,10 +74,17 @@ fn run(policy: FreePagePolicy, switch_to: Option<FreePagePolicy>) {
         stop.store(true, Ordering::Relaxed);
     });
     for k in 0..ROWS {
-        assert_eq!(db.get(&t, &k.to_be_bytes()).unwrap().unwrap(), value(k, 1), "row {k}");
+        assert_eq!(
+            db.get(&t, &k.to_be_bytes()).unwrap().unwrap(),
+            value(k, 1),
+            "row {k}"
+        );
     }
     let status = db.status();
-    assert!(status.pool.evictions() > 1_000, "the pool never came under pressure: {status}");
+    assert!(
+        status.pool.evictions() > 1_000,
+        "the pool never came under pressure: {status}"
+    );
     db.close().unwrap();
 }
 

@@ -288,6 +288,21 @@ pub fn verify_page(buf: &[u8], expected: PageId, page_size: PageSize) -> Result<
 
 /// Checks that `buf` is one page of `page_size` whose header has type `expected`; returns the
 /// header. Shared by the type-specific decoders.
+/// [`check_type`] for hot paths: reads only the size and the type field when they match, and
+/// decodes the whole header only to build the error.
+pub(crate) fn check_type_only(
+    buf: &[u8],
+    page_size: PageSize,
+    expected: PageType,
+) -> Result<(), PageError> {
+    if buf.len() == page_size.bytes()
+        && crate::bytes::u16_at(buf, OFF_PAGE_TYPE) == Some(expected.to_u16())
+    {
+        return Ok(());
+    }
+    check_type(buf, page_size, expected).map(|_| ())
+}
+
 pub(crate) fn check_type(
     buf: &[u8],
     page_size: PageSize,

@@ -180,6 +180,20 @@ impl<'a> Record<'a> {
 
     /// Decodes the record at `buf[off..]`, which must end at or before `limit`. Returns the
     /// record and its encoded length, or a description of what is wrong. Never panics.
+    /// Just the key of the record at `off` (heap bounded by `limit`): what binary search needs,
+    /// without decoding the value. `None` where [`decode`](Self::decode) would fail on bounds.
+    pub(crate) fn decode_key(buf: &'a [u8], off: usize, limit: usize) -> Option<&'a [u8]> {
+        let heap = buf.get(..limit)?;
+        let header = match u8_at(heap, off)? {
+            KIND_INLINE => INLINE_HEADER_SIZE,
+            KIND_OVERFLOW => OVERFLOW_HEADER_SIZE,
+            KIND_CHILD => CHILD_HEADER_SIZE,
+            _ => return None,
+        };
+        let key_len = usize::from(u16_at(heap, off + 1)?);
+        slice_at(heap, off + header, key_len)
+    }
+
     pub(crate) fn decode(
         buf: &'a [u8],
         off: usize,
