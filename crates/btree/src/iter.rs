@@ -18,15 +18,27 @@ use crate::tree::{BTree, Target};
 /// An iterator over `(key, value)` pairs of a key range, ascending from the front and
 /// descending from the back ([`DoubleEndedIterator`]). Items are `Result`s: an I/O error or a
 /// corrupt page is yielded once and ends the iteration.
+///
+/// Each end keeps a buffer of rows copied from one leaf and a bound: everything past the bound
+/// has not been buffered by that end yet. An end whose refill finds nothing before the other
+/// end's bound takes the remaining rows from the far end of the other end's buffer, so the two
+/// meet without yielding a row twice, and no key is copied per row to track the position.
 pub struct RangeIter {
     tree: BTree,
-    /// Lower bound of what the front has not yielded yet.
+    /// Lower bound of what the front has not buffered yet.
     front: Bound<Vec<u8>>,
-    /// Upper bound of what the back has not yielded yet.
+    /// Upper bound of what the back has not buffered yet.
     back: Bound<Vec<u8>>,
+    /// Ascending rows buffered by the front.
     front_buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    /// Descending rows buffered by the back.
     back_buf: VecDeque<(Vec<u8>, Vec<u8>)>,
-    done: bool,
+    /// The front found nothing more before the back's bound.
+    front_exhausted: bool,
+    /// The back found nothing more after the front's bound.
+    back_exhausted: bool,
+    /// An error was yielded.
+    failed: bool,
 }
 
 impl std::fmt::Debug for RangeIter {
@@ -34,7 +46,7 @@ impl std::fmt::Debug for RangeIter {
         f.debug_struct("RangeIter")
             .field("front", &self.front)
             .field("back", &self.back)
-            .field("done", &self.done)
+            .field("buffered", &(self.front_buf.len() + self.back_buf.len()))
             .finish_non_exhaustive()
     }
 }
@@ -78,7 +90,9 @@ impl BTree {
             back,
             front_buf: VecDeque::new(),
             back_buf: VecDeque::new(),
-            done: false,
+            front_exhausted: false,
+            back_exhausted: false,
+            failed: false,
         }
     }
 }
@@ -109,7 +123,8 @@ impl RangeIter {
                 let value = self.tree.read_value(id, node.value(i)?)?;
                 self.front_buf.push_back((key.to_vec(), value));
             }
-            if !self.front_buf.is_empty() {
+            if let Some((last, _)) = self.front_buf.back() {
+                self.front = Bound::Excluded(last.clone());
                 return Ok(());
             }
             match leaf.upper {
@@ -117,7 +132,7 @@ impl RangeIter {
                     self.front = Bound::Included(fence);
                 }
                 _ => {
-                    self.done = true;
+                    self.front_exhausted = true;
                     return Ok(());
                 }
             }
@@ -148,7 +163,8 @@ impl RangeIter {
                 let value = self.tree.read_value(id, node.value(i)?)?;
                 self.back_buf.push_back((key.to_vec(), value));
             }
-            if !self.back_buf.is_empty() {
+            if let Some((last, _)) = self.back_buf.back() {
+                self.back = Bound::Excluded(last.clone());
                 return Ok(());
             }
             match leaf.lower {
@@ -156,7 +172,7 @@ impl RangeIter {
                     self.back = Bound::Excluded(fence);
                 }
                 _ => {
-                    self.done = true;
+                    self.back_exhausted = true;
                     return Ok(());
                 }
             }
@@ -164,7 +180,7 @@ impl RangeIter {
     }
 
     fn fail<T>(&mut self, err: crate::BTreeError) -> Result<T> {
-        self.done = true;
+        self.failed = true;
         self.front_buf.clear();
         self.back_buf.clear();
         Err(err)
@@ -175,41 +191,35 @@ impl Iterator for RangeIter {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
+        if self.failed {
             return None;
         }
-        if self.front_buf.is_empty() {
+        if self.front_buf.is_empty() && !self.front_exhausted {
             if let Err(err) = self.refill_front() {
                 return Some(self.fail(err));
             }
         }
-        let (key, value) = self.front_buf.pop_front()?;
-        // The back may have advanced past what this buffer was filled with.
-        if !below(&key, &self.back) {
-            self.done = true;
-            return None;
-        }
-        self.front = Bound::Excluded(key.clone());
-        Some(Ok((key, value)))
+        // Past the back's bound, the smallest rows left are the back's last buffered ones.
+        self.front_buf
+            .pop_front()
+            .or_else(|| self.back_buf.pop_back())
+            .map(Ok)
     }
 }
 
 impl DoubleEndedIterator for RangeIter {
     fn next_back(&mut self) -> Option<Self::Item> {
-        if self.done {
+        if self.failed {
             return None;
         }
-        if self.back_buf.is_empty() {
+        if self.back_buf.is_empty() && !self.back_exhausted {
             if let Err(err) = self.refill_back() {
                 return Some(self.fail(err));
             }
         }
-        let (key, value) = self.back_buf.pop_front()?;
-        if !above(&key, &self.front) {
-            self.done = true;
-            return None;
-        }
-        self.back = Bound::Excluded(key.clone());
-        Some(Ok((key, value)))
+        self.back_buf
+            .pop_front()
+            .or_else(|| self.front_buf.pop_back())
+            .map(Ok)
     }
 }
