@@ -25,6 +25,8 @@ use crate::tablespace::Tablespace;
 use crate::txn::Transaction;
 
 const LOCK_FILE: &str = "LOCK";
+/// Source of [`EngineInner::serial`].
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 const SYSTEM_FILE: &str = "system.ibs";
 const TABLES_DIR: &str = "tables";
 
@@ -135,7 +137,6 @@ impl Engine {
         ));
         let ctx = TreeContext::new(pool.clone(), alloc, sink);
 
-        static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
         let serial = NEXT_SERIAL.fetch_add(1, Ordering::Relaxed);
         let mut tables = HashMap::new();
         for entry in catalog.entries.values() {
