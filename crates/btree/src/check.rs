@@ -3,7 +3,7 @@
 use barracuda_page::{PageNo, FIL_NULL};
 
 use crate::error::{BTreeError, Result};
-use crate::node::{Node, Value};
+use crate::node::{Node, NodeRef, Value};
 use crate::overflow;
 use crate::tree::BTree;
 
@@ -45,14 +45,14 @@ pub(crate) fn check_tree(tree: &BTree) -> Result<TreeStats> {
     let root_level = {
         let id = tree.page_id(tree.root);
         let guard = tree.ctx.pool.get_shared(id)?;
-        Node::open(&guard, id, tree)?.level()
+        NodeRef::open(&guard, id, tree)?.level()
     };
     walk.stats.height = u32::from(root_level) + 1;
     visit(tree, tree.root, root_level, None, None, &mut walk)?;
     if let Some(last) = walk.previous_leaf {
         let id = tree.page_id(last);
         let guard = tree.ctx.pool.get_shared(id)?;
-        if Node::open(&guard, id, tree)?.next().is_some() {
+        if NodeRef::open(&guard, id, tree)?.next().is_some() {
             return Err(BTreeError::corrupt(id, "last leaf has a next page"));
         }
     }
@@ -72,7 +72,7 @@ fn visit(
 ) -> Result<()> {
     let id = tree.page_id(page_no);
     let guard = tree.ctx.pool.get_shared(id)?;
-    let node = Node::open_checked(&guard, id, tree)?;
+    let node = NodeRef::open_checked(&guard, id, tree)?;
     if node.level() != level {
         return Err(BTreeError::corrupt(
             id,
@@ -132,7 +132,7 @@ fn visit(
     Ok(())
 }
 
-fn check_leaf(tree: &BTree, node: &Node<'_>, walk: &mut Walk) -> Result<()> {
+fn check_leaf(tree: &BTree, node: &Node<&[u8]>, walk: &mut Walk) -> Result<()> {
     let id = node.id();
     let expected_prev = walk.previous_leaf;
     if node.prev() != expected_prev {
@@ -144,7 +144,7 @@ fn check_leaf(tree: &BTree, node: &Node<'_>, walk: &mut Walk) -> Result<()> {
     if let Some(prev) = walk.previous_leaf {
         let prev_id = tree.page_id(prev);
         let guard = tree.ctx.pool.get_shared(prev_id)?;
-        let next = Node::open(&guard, prev_id, tree)?.next();
+        let next = NodeRef::open(&guard, prev_id, tree)?.next();
         if next != Some(id.page_no) {
             return Err(BTreeError::corrupt(
                 prev_id,

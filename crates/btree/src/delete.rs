@@ -7,9 +7,9 @@ use barracuda_page::PageId;
 use crate::error::{BTreeError, Result};
 use crate::insert::Previous;
 use crate::mtr::Mtr;
-use crate::node::{self, Node, NodeMut, Value};
+use crate::node::{self, NodeMut, NodeRef, Value};
 use crate::overflow;
-use crate::tree::{BTree, Target};
+use crate::tree::BTree;
 
 impl BTree {
     /// Removes `key`. Returns whether it was present.
@@ -52,30 +52,12 @@ impl BTree {
     }
 
     fn delete_pessimistic(&self, key: &[u8]) -> Result<Previous> {
-        let pool = &self.ctx.pool;
-        let largest = node::max_separator_record(pool.page_size());
-        let mut path: Vec<(ExclusiveGuard<'_>, usize)> = Vec::new();
-        let mut guard = pool.get_exclusive(self.page_id(self.root))?;
-        loop {
-            let id = guard.page_id();
-            let node = Node::open(&guard, id, self)?;
-            if node.level() == 0 {
-                break;
-            }
-            let idx = node.route(Target::AtLeast(key))?;
-            let child_id = self.page_id(node.child(idx)?);
-            let child = pool.get_exclusive(child_id)?;
-            let child_node = Node::open(&child, child_id, self)?;
-            // Safe: losing its largest possible record cannot make the child under-full.
-            let safe = child_node.len() > 1
-                && child_node.used_space().saturating_sub(largest)
-                    >= child_node.underflow_threshold();
-            path.push((guard, idx));
-            if safe {
-                path.clear();
-            }
-            guard = child;
-        }
+        let largest = node::max_separator_record(self.ctx.pool.page_size());
+        // Safe: losing its largest possible record cannot make the node under-full.
+        let (mut guard, path) = self.descend_pessimistic(key, |node| {
+            node.len() > 1
+                && node.used_space().saturating_sub(largest) >= node.underflow_threshold()
+        })?;
         let id = guard.page_id();
         let previous = {
             let mut leaf = NodeMut::open(&mut guard, id, self)?;
@@ -115,7 +97,7 @@ impl BTree {
         loop {
             let id = guard.page_id();
             let (used, threshold) = {
-                let node = Node::open(&guard, id, self)?;
+                let node = NodeRef::open(&guard, id, self)?;
                 (node.used_space(), node.underflow_threshold())
             };
             let Some((mut parent, idx)) = path.pop() else {
@@ -130,7 +112,7 @@ impl BTree {
                 return Ok(());
             }
             let parent_id = parent.page_id();
-            let siblings = Node::open(&parent, parent_id, self)?.len();
+            let siblings = NodeRef::open(&parent, parent_id, self)?.len();
             if siblings < 2 {
                 mtr.changed(guard);
                 return Ok(());
@@ -150,7 +132,7 @@ impl BTree {
                 freed.push(right.page_id());
                 mtr.changed(right);
                 let parent_id = parent.page_id();
-                let single_child = Node::open(&parent, parent_id, self)?.len() == 1;
+                let single_child = NodeRef::open(&parent, parent_id, self)?.len() == 1;
                 if path.is_empty() && parent_id.page_no == self.root && single_child {
                     // The root keeps one child: it absorbs it now, while the child's latch is
                     // still ours (re-latching it through the pool would wait on ourselves).
@@ -175,7 +157,7 @@ impl BTree {
     }
 
     fn child_guard(&self, parent: &ExclusiveGuard<'_>, idx: usize) -> Result<ExclusiveGuard<'_>> {
-        let node = Node::open(parent, parent.page_id(), self)?;
+        let node = NodeRef::open(parent, parent.page_id(), self)?;
         let child = self.page_id(node.child(idx)?);
         Ok(self.ctx.pool.get_exclusive(child)?)
     }
@@ -192,12 +174,12 @@ impl BTree {
     ) -> Result<bool> {
         let page_size = self.ctx.pool.page_size();
         let (left_id, right_id, parent_id) = (left.page_id(), right.page_id(), parent.page_id());
-        let separator = Node::open(parent, parent_id, self)?
+        let separator = NodeRef::open(parent, parent_id, self)?
             .key(right_idx)?
             .to_vec();
         let (fits, level, right_next) = {
-            let l = Node::open(left, left_id, self)?;
-            let r = Node::open(right, right_id, self)?;
+            let l = NodeRef::open(left, left_id, self)?;
+            let r = NodeRef::open(right, right_id, self)?;
             let mut total = l.used_space() + r.used_space();
             if r.level() > 0 && !r.is_empty() {
                 // The right node's first routing key becomes the parent's separator.
@@ -210,7 +192,7 @@ impl BTree {
             return Ok(false);
         }
         {
-            let r = Node::open(right, right_id, self)?;
+            let r = NodeRef::open(right, right_id, self)?;
             let mut l = NodeMut::open(left, left_id, self)?;
             for i in 0..r.len() {
                 let key = if level > 0 && i == 0 {
@@ -250,7 +232,7 @@ impl BTree {
         right: &mut ExclusiveGuard<'_>,
     ) -> Result<()> {
         let (left_id, right_id, parent_id) = (left.page_id(), right.page_id(), parent.page_id());
-        if Node::open(left, left_id, self)?.level() != 0 {
+        if NodeRef::open(left, left_id, self)?.level() != 0 {
             return Ok(());
         }
         let page_size = self.ctx.pool.page_size();
@@ -295,7 +277,7 @@ impl BTree {
         let root_id = root.page_id();
         loop {
             let (level, len) = {
-                let node = Node::open(&root, root_id, self)?;
+                let node = NodeRef::open(&root, root_id, self)?;
                 (node.level(), node.len())
             };
             if level == 0 || len != 1 {

@@ -5,7 +5,7 @@ use barracuda_page::PageNo;
 
 use crate::error::{BTreeError, Result};
 use crate::mtr::Mtr;
-use crate::node::{self, Node, NodeMut, Value, MAX_VALUE_LEN};
+use crate::node::{self, Node, NodeMut, NodeRef, Value, MAX_VALUE_LEN};
 use crate::overflow;
 use crate::tree::{BTree, Target};
 
@@ -115,24 +115,24 @@ impl BTree {
         let root_id = self.page_id(self.root);
         loop {
             let mut guard = pool.get_shared(root_id)?;
-            if Node::open(&guard, root_id, self)?.level() == 0 {
+            if NodeRef::open(&guard, root_id, self)?.level() == 0 {
                 // The root is the only leaf: relatch it exclusively. A root raise may have
                 // happened in between, so check the level again.
                 drop(guard);
                 let root = pool.get_exclusive(root_id)?;
-                if Node::open(&root, root_id, self)?.level() == 0 {
+                if NodeRef::open(&root, root_id, self)?.level() == 0 {
                     return Ok(root);
                 }
                 continue;
             }
             loop {
                 let id = guard.page_id();
-                let node = Node::open(&guard, id, self)?;
+                let node = NodeRef::open(&guard, id, self)?;
                 let child = node.child(node.route(Target::AtLeast(key))?)?;
                 let child_id = self.page_id(child);
                 if node.level() == 1 {
                     let leaf = pool.get_exclusive(child_id)?;
-                    if Node::open(&leaf, child_id, self)?.level() != 0 {
+                    if NodeRef::open(&leaf, child_id, self)?.level() != 0 {
                         return Err(BTreeError::corrupt(
                             child_id,
                             "child of a level-1 node is not a leaf",
@@ -146,37 +146,51 @@ impl BTree {
         }
     }
 
-    /// Exclusive latches from the root; ancestors are released as soon as the node below them
-    /// can take one more separator without splitting.
-    fn put_pessimistic(&self, key: &[u8], value: Value<'_>) -> Result<Previous> {
+    /// Descends with exclusive latches from the root to the leaf for `key`, keeping the path of
+    /// ancestors (with the child index taken in each) that a structure change may need. As soon
+    /// as a node is `safe` — the change below cannot propagate through it — every ancestor above
+    /// it is released, so the change blocks only the subtree it can reshape.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn descend_pessimistic(
+        &self,
+        key: &[u8],
+        safe: impl Fn(&Node<&[u8]>) -> bool,
+    ) -> Result<(ExclusiveGuard<'_>, Vec<(ExclusiveGuard<'_>, usize)>)> {
         let pool = &self.ctx.pool;
-        let page_size = pool.page_size();
-        let leaf_record = node::record_size(page_size, key.len(), value);
-        let separator_record = node::max_separator_record(page_size);
         let mut path: Vec<(ExclusiveGuard<'_>, usize)> = Vec::new();
         let mut guard = pool.get_exclusive(self.page_id(self.root))?;
         loop {
             let id = guard.page_id();
-            let node = Node::open(&guard, id, self)?;
+            let node = NodeRef::open(&guard, id, self)?;
             if node.level() == 0 {
-                break;
+                return Ok((guard, path));
             }
             let idx = node.route(Target::AtLeast(key))?;
             let child_id = self.page_id(node.child(idx)?);
             let child = pool.get_exclusive(child_id)?;
-            let child_node = Node::open(&child, child_id, self)?;
-            let needed = if child_node.level() == 0 {
-                leaf_record
-            } else {
-                separator_record
-            };
-            let safe = child_node.free_space() >= needed;
+            let child_is_safe = safe(&NodeRef::open(&child, child_id, self)?);
             path.push((guard, idx));
-            if safe {
+            if child_is_safe {
                 path.clear();
             }
             guard = child;
         }
+    }
+
+    /// Exclusive latches from the root; ancestors are released as soon as the node below them
+    /// can take one more separator without splitting.
+    fn put_pessimistic(&self, key: &[u8], value: Value<'_>) -> Result<Previous> {
+        let page_size = self.ctx.pool.page_size();
+        let leaf_record = node::record_size(page_size, key.len(), value);
+        let separator_record = node::max_separator_record(page_size);
+        let (mut guard, path) = self.descend_pessimistic(key, |node| {
+            let needed = if node.level() == 0 {
+                leaf_record
+            } else {
+                separator_record
+            };
+            node.free_space() >= needed
+        })?;
 
         let mut mtr = Mtr::new(self.ctx.log.as_ref());
         let id = guard.page_id();
@@ -268,7 +282,7 @@ impl BTree {
             ));
         }
         let (level, index_id) = {
-            let node = Node::open(&guard, id, self)?;
+            let node = NodeRef::open(&guard, id, self)?;
             (node.level(), node.index_id())
         };
         let child_no = self.ctx.alloc.allocate(self.space, Some(self.root))?;
@@ -307,7 +321,7 @@ impl BTree {
     ) -> Result<(Vec<u8>, PageNo)> {
         let id = guard.page_id();
         let (level, old_next, split) = {
-            let node = Node::open(guard, id, self)?;
+            let node = NodeRef::open(guard, id, self)?;
             (node.level(), node.next(), node.split_point(pos, key, value))
         };
         let right_no = self.ctx.alloc.allocate(self.space, Some(id.page_no))?;
@@ -346,8 +360,8 @@ impl BTree {
             mtr.changed(next);
         }
         let separator = {
-            let left = Node::open(guard, id, self)?;
-            let right_node = Node::open(&right, right_id, self)?;
+            let left = NodeRef::open(guard, id, self)?;
+            let right_node = NodeRef::open(&right, right_id, self)?;
             let first = right_node.key(0)?;
             if level == 0 {
                 shortest_separator(left.key(left.len().saturating_sub(1))?, first)

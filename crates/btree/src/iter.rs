@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::ops::{Bound, RangeBounds};
 
 use crate::error::Result;
-use crate::node::Node;
+use crate::node::NodeRef;
 use crate::tree::{BTree, Target};
 
 /// An iterator over `(key, value)` pairs of a key range, ascending from the front and
@@ -107,7 +107,7 @@ impl RangeIter {
                 }
             };
             let id = leaf.guard.page_id();
-            let node = Node::open(&leaf.guard, id, &self.tree)?;
+            let node = NodeRef::open(&leaf.guard, id, &self.tree)?;
             let start = match &self.front {
                 Bound::Unbounded => 0,
                 Bound::Included(k) => node.search(k).unwrap_or_else(|i| i),
@@ -147,7 +147,7 @@ impl RangeIter {
                 Bound::Excluded(k) => self.tree.descend_shared(Target::Below(k))?,
             };
             let id = leaf.guard.page_id();
-            let node = Node::open(&leaf.guard, id, &self.tree)?;
+            let node = NodeRef::open(&leaf.guard, id, &self.tree)?;
             let end = match &self.back {
                 Bound::Unbounded => node.len(),
                 Bound::Included(k) => node.search(k).map_or_else(|i| i, |i| i + 1),

@@ -87,13 +87,19 @@ fn page_err(id: PageId) -> impl Fn(PageError) -> BTreeError {
     move |source| BTreeError::Page { page: id, source }
 }
 
-/// A read-only view of a tree node.
-pub(crate) struct Node<'a> {
-    page: IndexPage<&'a [u8]>,
+/// A view of a tree node over a page buffer `B` (shared or exclusive).
+pub(crate) struct Node<B> {
+    page: IndexPage<B>,
     id: PageId,
 }
 
-impl<'a> Node<'a> {
+/// A read-only view of a tree node.
+pub(crate) type NodeRef<'a> = Node<&'a [u8]>;
+
+/// A mutable view of a tree node.
+pub(crate) type NodeMut<'a> = Node<&'a mut [u8]>;
+
+impl<'a> Node<&'a [u8]> {
     /// Opens a page that came through the pool (validated when it was read from disk): O(1).
     pub(crate) fn open(buf: &'a [u8], id: PageId, tree: &BTree) -> Result<Self> {
         let page = IndexPage::open_trusted(buf, tree.ctx.pool.page_size()).map_err(page_err(id))?;
@@ -125,7 +131,9 @@ impl<'a> Node<'a> {
         }
         Ok(Self { page, id })
     }
+}
 
+impl<B: AsRef<[u8]>> Node<B> {
     pub(crate) fn id(&self) -> PageId {
         self.id
     }
@@ -246,13 +254,7 @@ impl<'a> Node<'a> {
     }
 }
 
-/// A mutable view of a tree node.
-pub(crate) struct NodeMut<'a> {
-    page: IndexPage<&'a mut [u8]>,
-    id: PageId,
-}
-
-impl<'a> NodeMut<'a> {
+impl<'a> Node<&'a mut [u8]> {
     /// Formats `buf` as an empty node of the tree.
     pub(crate) fn init(
         buf: &'a mut [u8],
@@ -279,51 +281,6 @@ impl<'a> NodeMut<'a> {
             ));
         }
         Ok(Self { page, id })
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.page.len()
-    }
-
-    pub(crate) fn key(&self, i: usize) -> Result<&[u8]> {
-        self.page
-            .get(i)
-            .map(|r| r.key)
-            .ok_or_else(|| self.out_of_range(i))
-    }
-
-    pub(crate) fn value(&self, i: usize) -> Result<Value<'_>> {
-        self.page
-            .get(i)
-            .map(|r| Value::from_page(r.value))
-            .ok_or_else(|| self.out_of_range(i))
-    }
-
-    fn out_of_range(&self, i: usize) -> BTreeError {
-        BTreeError::corrupt(self.id, format!("record {i} of {} requested", self.len()))
-    }
-
-    pub(crate) fn search(&self, key: &[u8]) -> std::result::Result<usize, usize> {
-        self.page.search(key)
-    }
-
-    pub(crate) fn used_space(&self) -> usize {
-        self.page.used_space()
-    }
-
-    pub(crate) fn free_space(&self) -> usize {
-        self.page.free_space()
-    }
-
-    pub(crate) fn record_size_at(&self, i: usize) -> Result<usize> {
-        if i >= self.len() {
-            return Err(self.out_of_range(i));
-        }
-        Ok(self.page.record_size_at(i))
-    }
-
-    pub(crate) fn underflow_threshold(&self) -> usize {
-        index_capacity(self.page.page_size()) / 4
     }
 
     /// Inserts at `pos`; `Ok(false)` when the record does not fit (the page is unchanged).

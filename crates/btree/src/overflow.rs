@@ -28,7 +28,14 @@ pub(crate) fn write_chain(tree: &BTree, value: &[u8]) -> Result<PageNo> {
         let id = tree.page_id(page_no);
         let mut guard = tree.ctx.pool.create(id)?;
         guard.fill(0);
-        FileHeader::new(id, PageType::Overflow).write(&mut guard);
+        let mut header = FileHeader::new(id, PageType::Overflow);
+        // The back link makes a chain walkable from either end (FORMATS.md §6).
+        header.prev = i
+            .checked_sub(1)
+            .and_then(|p| pages.get(p))
+            .copied()
+            .unwrap_or(FIL_NULL);
+        header.write(&mut guard);
         OverflowPage::write(&mut guard, page_size, chunk, next.unwrap_or(FIL_NULL))
             .map_err(|source| BTreeError::Page { page: id, source })?;
         let mut mtr = Mtr::new(tree.ctx.log.as_ref());

@@ -8,7 +8,7 @@ use barracuda_page::{PageId, PageNo, SpaceId};
 use crate::alloc::PageAllocator;
 use crate::error::{BTreeError, Result};
 use crate::mtr::{LogSink, Mtr};
-use crate::node::{self, Node, NodeMut, Value};
+use crate::node::{self, NodeMut, NodeRef, Value};
 use crate::overflow;
 
 /// What every tree of an engine shares: the pool, the page allocator and the log.
@@ -150,7 +150,7 @@ impl BTree {
         }
         let leaf = self.descend(Target::AtLeast(key), false)?;
         let id = leaf.guard.page_id();
-        let node = Node::open(&leaf.guard, id, self)?;
+        let node = NodeRef::open(&leaf.guard, id, self)?;
         match node.search(key) {
             Ok(pos) => Ok(Some(self.read_value(id, node.value(pos)?)?)),
             Err(_) => Ok(None),
@@ -163,7 +163,7 @@ impl BTree {
             return Ok(false);
         }
         let leaf = self.descend(Target::AtLeast(key), false)?;
-        let node = Node::open(&leaf.guard, leaf.guard.page_id(), self)?;
+        let node = NodeRef::open(&leaf.guard, leaf.guard.page_id(), self)?;
         Ok(node.search(key).is_ok())
     }
 
@@ -193,7 +193,7 @@ impl BTree {
         let mut expected_level: Option<u16> = None;
         loop {
             let id = guard.page_id();
-            let node = Node::open(&guard, id, self)?;
+            let node = NodeRef::open(&guard, id, self)?;
             if let Some(level) = expected_level {
                 if node.level() != level {
                     return Err(BTreeError::corrupt(

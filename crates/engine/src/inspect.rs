@@ -1049,6 +1049,7 @@ fn scan_table(dir: &Path, entry: &CatalogEntry, page_size: PageSize) -> TableRep
         problems: Vec::new(),
         prev_link_mismatches: 0,
         first_prev_link_mismatch: None,
+        links_unknown: false,
     };
     report.height = walk.run(entry.root_page_no);
     report.records = walk.records;
@@ -1247,6 +1248,8 @@ struct TreeWalk<'r> {
     problems: Vec<Problem>,
     prev_link_mismatches: u64,
     first_prev_link_mismatch: Option<PageNo>,
+    /// A page was skipped (unreadable): the next leaf's sibling links cannot be judged.
+    links_unknown: bool,
 }
 
 struct Visit {
@@ -1268,12 +1271,14 @@ impl TreeWalk<'_> {
         }];
         while let Some(visit) = stack.pop() {
             let Some(buf) = self.fetch(visit.page_no, "B-tree") else {
+                self.links_unknown = true;
                 continue;
             };
             let page = match IndexPage::open(&buf[..], self.reader.page_size) {
                 Ok(page) => page,
                 Err(e) => {
                     self.problem(visit.page_no, format!("B-tree page: {e}"));
+                    self.links_unknown = true;
                     continue;
                 }
             };
@@ -1286,6 +1291,7 @@ impl TreeWalk<'_> {
                         self.index_id
                     ),
                 );
+                self.links_unknown = true;
                 continue;
             }
             match visit.level {
@@ -1295,6 +1301,7 @@ impl TreeWalk<'_> {
                         visit.page_no,
                         format!("level {}, expected {level}", page.level()),
                     );
+                    self.links_unknown = true;
                     continue;
                 }
                 Some(_) => {}
@@ -1362,6 +1369,15 @@ impl TreeWalk<'_> {
     }
 
     fn leaf(&mut self, page: &IndexPage<&[u8]>, page_no: PageNo, root: PageNo) {
+        if std::mem::take(&mut self.links_unknown) {
+            self.previous_leaf = None;
+        } else {
+            self.check_links(page, page_no);
+        }
+        self.leaf_body(page, page_no, root);
+    }
+
+    fn check_links(&mut self, page: &IndexPage<&[u8]>, page_no: PageNo) {
         let prev = (page.prev() != FIL_NULL).then_some(page.prev());
         if prev != self.previous_leaf {
             self.problem(
@@ -1385,6 +1401,9 @@ impl TreeWalk<'_> {
                 }
             }
         }
+    }
+
+    fn leaf_body(&mut self, page: &IndexPage<&[u8]>, page_no: PageNo, root: PageNo) {
         if page_no != root && page.is_empty() {
             self.problem(page_no, "empty leaf that is not the root");
         }

@@ -1,0 +1,308 @@
+//! The `barracuda` command end to end, through the built binary: every subcommand at tiny size.
+//! What would break: a subcommand that stops running, JSON missing the fields the docs and later
+//! experiments rely on, `check` passing a corrupted page or failing a clean database.
+
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use barracuda::{Engine, EngineOptions, TableOptions};
+use serde_json::Value;
+
+fn barracuda(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_barracuda"))
+        .args(args)
+        .output()
+        .expect("run the barracuda binary")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn read_json(path: &Path) -> Value {
+    let s = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&s).expect("valid JSON")
+}
+
+fn field<'a>(v: &'a Value, path: &str) -> &'a Value {
+    let mut cur = v;
+    for part in path.split('.') {
+        cur = cur
+            .get(part)
+            .unwrap_or_else(|| panic!("JSON has no field {path} (stopped at {part}): {v:#}"));
+    }
+    cur
+}
+
+fn number(v: &Value, path: &str) -> f64 {
+    field(v, path)
+        .as_f64()
+        .unwrap_or_else(|| panic!("{path} is not a number"))
+}
+
+#[test]
+fn lab_all_quick_writes_tables_json_and_svgs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("out");
+    let db_dir = tmp.path().join("db");
+    let out = barracuda(&[
+        "lab",
+        "all",
+        "--quick",
+        "--rows",
+        "2000",
+        "--seconds",
+        "0.5",
+        "--threads",
+        "2",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--dir",
+        db_dir.to_str().unwrap(),
+    ]);
+    let all = text(&out);
+    assert!(out.status.success(), "lab all failed:\n{all}");
+    for name in ["point-select", "free-list-stalls", "read-ahead"] {
+        assert!(
+            all.contains(&format!("=== barracuda lab {name} ===")),
+            "no table for {name}:\n{all}"
+        );
+        let doc = read_json(&out_dir.join(format!("{name}.json")));
+        assert_eq!(field(&doc, "experiment"), name);
+        assert!(number(&doc, "machine.cores") >= 1.0);
+        assert!(field(&doc, "machine.kernel").is_string());
+        assert!(number(&doc, "machine.mem_total_kib") >= 0.0);
+        assert_eq!(field(&doc, "settings.rows").as_u64(), Some(2000));
+        assert_eq!(field(&doc, "settings.threads").as_u64(), Some(2));
+        assert!(number(&doc, "settings.experiment.table_bytes") > 0.0);
+        assert!(number(&doc, "settings.experiment.buffer_pool_bytes") > 0.0);
+        let svg = std::fs::read_to_string(out_dir.join(format!("{name}.svg"))).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{name}.svg is not an SVG"
+        );
+    }
+
+    let ps = read_json(&out_dir.join("point-select.json"));
+    assert!(number(&ps, "results.uncompressed.qps") > 0.0);
+    assert!(number(&ps, "results.uncompressed.queries") > 0.0);
+    for p in ["p50_ns", "p99_ns", "p999_ns", "max_ns"] {
+        assert!(
+            number(&ps, &format!("results.uncompressed.latency.{p}")) > 0.0,
+            "{p}"
+        );
+    }
+    assert!(field(&ps, "results.uncompressed.timeline")
+        .as_array()
+        .is_some_and(|t| !t.is_empty()));
+    let variants = field(&ps, "results.variants").as_array().unwrap();
+    assert_eq!(variants.len(), 4);
+    assert!(variants
+        .iter()
+        .all(|v| v.get("status").and_then(Value::as_str) == Some("not available yet")));
+
+    let fl = read_json(&out_dir.join("free-list-stalls.json"));
+    for policy in ["legacy", "backoff", "eager"] {
+        let at = |f: &str| format!("results.{policy}.{f}");
+        assert!(number(&fl, &at("qps")) > 0.0, "{policy} qps");
+        for f in ["latency.p99_ns", "latency.p999_ns", "latency.max_ns"] {
+            assert!(number(&fl, &at(f)) > 0.0, "{policy} {f}");
+        }
+        for f in [
+            "buffer_pool_wait_free",
+            "free_wait.count",
+            "free_wait.p999_us",
+            "free_wait.max_us",
+            "pages_read",
+        ] {
+            assert!(number(&fl, &at(f)) >= 0.0, "{policy} {f}");
+        }
+        assert!(
+            field(&fl, &at("timeline"))
+                .as_array()
+                .is_some_and(|t| !t.is_empty()),
+            "{policy} timeline"
+        );
+        assert!(field(&fl, &at("timeline")).as_array().unwrap()[0]
+            .get("max_ns")
+            .is_some());
+    }
+    assert!(
+        number(&fl, "settings.experiment.table_bytes")
+            > number(&fl, "settings.experiment.buffer_pool_bytes"),
+        "the table must be larger than the pool"
+    );
+
+    let ra = read_json(&out_dir.join("read-ahead.json"));
+    let scans = field(&ra, "results.scans").as_array().unwrap();
+    assert_eq!(scans.len(), 4, "two cold scans per setting with --quick");
+    for s in scans {
+        assert_eq!(s.get("rows").and_then(Value::as_u64), Some(2000));
+        for f in [
+            "seconds",
+            "rows_per_s",
+            "pages_read",
+            "read_ahead_linear",
+            "read_ahead_evicted",
+        ] {
+            assert!(s.get(f).and_then(Value::as_f64).is_some(), "scan field {f}");
+        }
+    }
+    assert!(number(&ra, "results.median_scan_s.on") > 0.0);
+    assert!(number(&ra, "results.median_scan_s.off") > 0.0);
+}
+
+/// A closed database with one table of small and off-page (overflow) values.
+fn make_database(dir: &Path) {
+    let db = Engine::open(dir, EngineOptions::default().buffer_pool_bytes(4 << 20)).unwrap();
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    let mut tx = db.begin();
+    for i in 0u32..3000 {
+        let value = if i % 500 == 0 {
+            vec![b'x'; 40_000]
+        } else {
+            format!("value-{i}").into_bytes()
+        };
+        tx.put(&t, format!("key-{i:06}").as_bytes(), &value)
+            .unwrap();
+    }
+    tx.commit().unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn check_passes_a_clean_database_and_names_a_corrupted_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    make_database(&dir);
+    let out = barracuda(&["check", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "check failed on a clean database:\n{}",
+        text(&out)
+    );
+    assert!(text(&out).contains("OK: no problem found"));
+
+    // Flip one byte in the middle of page 2 of the closed table's file.
+    let file = dir.join("tables").join("t.ibd");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let page_size = 16 * 1024;
+    assert!(bytes.len() > 3 * page_size);
+    bytes[2 * page_size + 5000] ^= 0x5a;
+    std::fs::write(&file, bytes).unwrap();
+
+    let out = barracuda(&["check", dir.to_str().unwrap()]);
+    let all = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "check must fail on a corrupted page:\n{all}"
+    );
+    assert!(
+        all.contains("t.ibd: page 2:"),
+        "the bad page is not named:\n{all}"
+    );
+    assert!(
+        all.contains("checksum mismatch"),
+        "the reason is not given:\n{all}"
+    );
+}
+
+#[test]
+fn check_refuses_a_directory_without_a_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = barracuda(&["check", tmp.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+#[test]
+fn inspect_summarises_tables_and_decodes_pages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    make_database(&dir);
+    let d = dir.to_str().unwrap();
+
+    let out = barracuda(&["inspect", d]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("table t ("), "{all}");
+    assert!(all.contains("index leaf"), "{all}");
+    assert!(all.contains("3000 records"), "{all}");
+    assert!(all.contains("height 2"), "{all}");
+    assert!(
+        !all.contains("overflow 0,"),
+        "off-page values must show overflow pages:\n{all}"
+    );
+
+    let out = barracuda(&["inspect", d, "t", "--page", "1"]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("verification: ok"), "{all}");
+    assert!(all.contains("index page: internal level 1"), "{all}");
+    assert!(all.contains("-> child page"), "{all}");
+
+    let out = barracuda(&["inspect", d, "system.ibs", "--page", "1"]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains("catalog page") || all.contains("all zero"),
+        "{all}"
+    );
+
+    let out = barracuda(&["inspect", d, "missing"]);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn inspect_shows_leaf_records_with_escaped_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = Engine::open(&dir, EngineOptions::default().buffer_pool_bytes(4 << 20)).unwrap();
+    let t = db.create_table("small", TableOptions::default()).unwrap();
+    db.put(&t, b"a\x00b", b"12345").unwrap();
+    db.close().unwrap();
+    let out = barracuda(&["inspect", dir.to_str().unwrap(), "small", "--page", "1"]);
+    let all = text(&out);
+    assert!(
+        all.contains(r#"key 610062 "a\x00b" -> inline value, 5 bytes"#),
+        "{all}"
+    );
+}
+
+#[test]
+fn status_prints_the_engine_status() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    make_database(&dir);
+    let out = barracuda(&["status", dir.to_str().unwrap()]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("BARRACUDA ENGINE STATUS"), "{all}");
+    assert!(all.contains("BUFFER POOL AND MEMORY"), "{all}");
+
+    let out = barracuda(&["status", tmp.path().join("none").to_str().unwrap()]);
+    assert!(!out.status.success(), "status must not create a database");
+    assert!(!tmp.path().join("none").join("system.ibs").exists());
+}
+
+#[test]
+fn help_lists_every_experiment_and_unknown_ones_are_refused() {
+    let out = barracuda(&["lab", "--help"]);
+    let all = text(&out);
+    for name in ["point-select", "free-list-stalls", "read-ahead", "all"] {
+        assert!(all.contains(name), "{name} missing from lab --help:\n{all}");
+    }
+    let out = barracuda(&["--help"]);
+    let all = text(&out);
+    for sub in ["lab", "check", "inspect", "status"] {
+        assert!(all.contains(sub), "{sub} missing from --help");
+    }
+    let out = barracuda(&["lab", "no-such-experiment"]);
+    assert!(!out.status.success());
+}
