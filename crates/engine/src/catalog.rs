@@ -15,7 +15,7 @@ use std::sync::Arc;
 use barracuda_io::{open_file, Backend, OpenOptions, PageFile};
 use barracuda_page::{
     catalog, page_lsn, seal_page, set_page_lsn, verify_page, CatalogEntry, CatalogPage, FileHeader,
-    PageId, PageNo, PageSize, PageType, SpaceHeader, SpaceId, FIL_NULL,
+    PageError, PageId, PageNo, PageSize, PageType, SpaceHeader, SpaceId, FIL_NULL,
 };
 
 use crate::error::{Error, Result};
@@ -85,8 +85,8 @@ impl Catalog {
         SpaceHeader::read(&page0, page_size).map_err(|e| page_error(path, page0_id, e))?;
 
         let copies = [
-            read_copy(&*file, path, page_size, 0),
-            read_copy(&*file, path, page_size, 1),
+            read_file_copy(&*file, path, page_size, 0),
+            read_file_copy(&*file, path, page_size, 1),
         ];
         let newest = copies.into_iter().filter_map(|copy| match copy {
             Ok(copy) => Some(copy),
@@ -167,65 +167,108 @@ fn copy_page_no(copy: u32, k: u32) -> PageNo {
     1 + copy + 2 * k
 }
 
-struct CatalogCopy {
-    generation: u64,
-    next_space_id: SpaceId,
-    next_index_id: u64,
-    entries: Vec<CatalogEntry>,
+/// One catalog copy as read from `system.ibs`.
+pub(crate) struct CatalogCopy {
+    /// The generation every page of the copy carries in its page-LSN field.
+    pub(crate) generation: u64,
+    pub(crate) next_space_id: SpaceId,
+    pub(crate) next_index_id: u64,
+    /// The entries of all pages of the chain, in chain order.
+    pub(crate) entries: Vec<CatalogEntry>,
 }
 
-fn read_copy(
+/// Why a catalog copy could not be read; `E` is the caller's page-read error.
+pub(crate) enum CopyFault<E> {
+    /// Reading the page failed.
+    Read(E),
+    /// The page fails verification or does not decode as a catalog page.
+    Page(PageError),
+    /// The page carries another generation than the first page of its copy.
+    MixedGenerations {
+        /// The page's generation.
+        generation: u64,
+        /// The copy's generation (its first page's).
+        expected: u64,
+    },
+    /// The page links to another page than the next one of its copy.
+    BadLink {
+        /// The link found.
+        next: PageNo,
+        /// The copy's next page.
+        expected: PageNo,
+    },
+}
+
+/// Reads catalog copy `copy` (0 = A, 1 = B) page by page through `read_page` (page number,
+/// page-sized buffer), verifying every page, the chain's links and its generation. Shared by
+/// [`Catalog::open`] and the offline checker (`inspect`). On failure, returns the page concerned
+/// and why.
+pub(crate) fn read_copy<E>(
+    page_size: PageSize,
+    copy: u32,
+    mut read_page: impl FnMut(PageNo, &mut [u8]) -> std::result::Result<(), E>,
+) -> std::result::Result<CatalogCopy, (PageNo, CopyFault<E>)> {
+    let mut buf = vec![0u8; page_size.bytes()];
+    let mut read = |page_no: PageNo| {
+        read_page(page_no, &mut buf).map_err(|e| (page_no, CopyFault::Read(e)))?;
+        let page = verify_page(&buf, PageId::new(SYSTEM_SPACE, page_no), page_size)
+            .and_then(|()| CatalogPage::read(&buf, page_size))
+            .map_err(|e| (page_no, CopyFault::Page(e)))?;
+        Ok((page, page_lsn(&buf).unwrap_or(0)))
+    };
+    let mut page_no = copy_page_no(copy, 0);
+    let (first, generation) = read(page_no)?;
+    let mut next = first.next_catalog_page;
+    let mut result = CatalogCopy {
+        generation,
+        next_space_id: first.next_space_id,
+        next_index_id: first.next_index_id,
+        entries: first.entries,
+    };
+    let mut k = 0;
+    while next != FIL_NULL {
+        k += 1;
+        let expected = copy_page_no(copy, k);
+        if next != expected {
+            return Err((page_no, CopyFault::BadLink { next, expected }));
+        }
+        page_no = next;
+        let (page, page_generation) = read(page_no)?;
+        if page_generation != generation {
+            return Err((
+                page_no,
+                CopyFault::MixedGenerations {
+                    generation: page_generation,
+                    expected: generation,
+                },
+            ));
+        }
+        result.entries.extend(page.entries);
+        next = page.next_catalog_page;
+    }
+    Ok(result)
+}
+
+/// Reads catalog copy `copy` of the open `system.ibs` for [`Catalog::open`].
+fn read_file_copy(
     file: &dyn PageFile,
     path: &Path,
     page_size: PageSize,
     copy: u32,
 ) -> Result<CatalogCopy> {
-    let mut k = 0;
-    let mut page_no = copy_page_no(copy, 0);
-    let mut result: Option<CatalogCopy> = None;
-    let mut buf = vec![0u8; page_size.bytes()];
-    loop {
-        let id = PageId::new(SYSTEM_SPACE, page_no);
-        file.read_at(&mut buf, u64::from(page_no) * page_size.bytes() as u64)?;
-        verify_page(&buf, id, page_size).map_err(|e| page_error(path, id, e))?;
-        let page = CatalogPage::read(&buf, page_size).map_err(|e| page_error(path, id, e))?;
-        let generation = page_lsn(&buf).unwrap_or(0);
-        match &mut result {
-            None => {
-                result = Some(CatalogCopy {
-                    generation,
-                    next_space_id: page.next_space_id,
-                    next_index_id: page.next_index_id,
-                    entries: page.entries,
-                });
-            }
-            Some(copy_so_far) => {
-                if copy_so_far.generation != generation {
-                    return Err(Error::Corrupt {
-                        file: path.to_owned(),
-                        what: format!("catalog copy {copy} mixes generations at page {page_no}"),
-                    });
-                }
-                copy_so_far.entries.extend(page.entries);
-            }
-        }
-        if page.next_catalog_page == FIL_NULL {
-            break;
-        }
-        k += 1;
-        if page.next_catalog_page != copy_page_no(copy, k) {
-            return Err(Error::Corrupt {
-                file: path.to_owned(),
-                what: format!(
-                    "catalog copy {copy} links page {page_no} to {}",
-                    page.next_catalog_page
-                ),
-            });
-        }
-        page_no = page.next_catalog_page;
-    }
-    result.ok_or_else(|| Error::Corrupt {
-        file: path.to_owned(),
-        what: "empty catalog copy".into(),
+    read_copy(page_size, copy, |page_no, buf| {
+        file.read_at(buf, u64::from(page_no) * page_size.bytes() as u64)
+    })
+    .map_err(|(page_no, fault)| match fault {
+        CopyFault::Read(e) => Error::Io(e),
+        CopyFault::Page(e) => page_error(path, PageId::new(SYSTEM_SPACE, page_no), e),
+        CopyFault::MixedGenerations { .. } => Error::Corrupt {
+            file: path.to_owned(),
+            what: format!("catalog copy {copy} mixes generations at page {page_no}"),
+        },
+        CopyFault::BadLink { next, .. } => Error::Corrupt {
+            file: path.to_owned(),
+            what: format!("catalog copy {copy} links page {page_no} to {next}"),
+        },
     })
 }
