@@ -17,6 +17,7 @@ use barracuda_page::{CatalogEntry, PageSize};
 use crate::alloc::SpaceAllocator;
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
+use crate::layout::{table_path, LOCK_FILE, SYSTEM_FILE, TABLES_DIR};
 use crate::options::{EngineOptions, TableOptions};
 use crate::status::{EngineStatus, TableStatus};
 use crate::store::SpaceRegistry;
@@ -24,11 +25,8 @@ use crate::table::{Range, Table, TableInner};
 use crate::tablespace::Tablespace;
 use crate::txn::Transaction;
 
-const LOCK_FILE: &str = "LOCK";
 /// Source of [`EngineInner::serial`].
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
-const SYSTEM_FILE: &str = "system.ibs";
-const TABLES_DIR: &str = "tables";
 
 /// An open database. `Send + Sync`: share it between threads by reference or in an `Arc`.
 ///
@@ -495,10 +493,6 @@ fn lock_dir(dir: &Path) -> Result<File> {
         }),
         Err(std::fs::TryLockError::Error(e)) => Err(Error::fs(&path, e)),
     }
-}
-
-fn table_path(dir: &Path, name: &str) -> PathBuf {
-    dir.join(TABLES_DIR).join(format!("{name}.ibd"))
 }
 
 fn check_table_name(name: &str) -> Result<()> {

@@ -29,6 +29,7 @@ mod catalog;
 mod engine;
 mod error;
 pub mod inspect;
+mod layout;
 mod options;
 mod status;
 mod store;

@@ -11,7 +11,8 @@ use barracuda_page::{
 
 use super::bitmap::{check_reachable, read_bitmaps};
 use super::tree_walk::walk_tree;
-use super::{table_path, PageReader, TableReport};
+use super::{PageReader, TableReport};
+use crate::layout::table_path;
 
 /// What the sequential pass learnt about one page.
 #[derive(Clone, Copy, PartialEq, Eq)]

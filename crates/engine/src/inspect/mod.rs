@@ -37,8 +37,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use crate::layout::{table_path, TABLES_DIR};
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use barracuda_page::{PageId, PageNo, FIL_NULL};
 
@@ -62,8 +63,7 @@ use reader::PageReader;
 use system::{read_catalog, read_system};
 
 /// The name [`decode_page`] accepts for the system tablespace (table names cannot contain `.`).
-pub const SYSTEM_FILE_NAME: &str = "system.ibs";
-const TABLES_DIR: &str = "tables";
+pub const SYSTEM_FILE_NAME: &str = crate::layout::SYSTEM_FILE;
 
 /// Verifies every page of every tablespace of the database in `dir` (see the module docs).
 ///
@@ -179,10 +179,6 @@ pub fn decode_page(dir: impl AsRef<Path>, table: &str, page_no: PageNo) -> Resul
         page_size,
         &buf,
     ))
-}
-
-fn table_path(dir: &Path, name: &str) -> PathBuf {
-    dir.join(TABLES_DIR).join(format!("{name}.ibd"))
 }
 
 /// A page number for people: `FIL_NULL` by name.
