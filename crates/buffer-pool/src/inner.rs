@@ -239,6 +239,33 @@ impl Inner {
     /// first; look it up again (it reads the page once, we wait on its latch).
     fn read_in(&self, id: PageId) -> Result<Option<ExclusiveGuard<'_>>, PoolError> {
         let f = self.get_free_frame()?;
+        let Some((pin, latch)) = self.read_into_frame(f, id)? else {
+            return Ok(None);
+        };
+        let frame = &self.frames[f as usize];
+        frame.desc.transition(State::ReadPending, State::Valid);
+        inc(&self.counters.pages_read);
+        self.on_access(f);
+        self.random_read_ahead(id);
+        self.linear_read_ahead(id);
+        Ok(Some(ExclusiveGuard::new(self, f, latch, pin, id)))
+    }
+
+    /// Reads page `id` into the free frame `f`, latched and pinned, at the old-sublist head;
+    /// the page stays `ReadPending` for the caller to publish. `Ok(None)`: another thread
+    /// inserted the page first and `f` went back to the free list. On a failed read the frame
+    /// leaves the hash ([`abort_read`](Self::abort_read)).
+    pub(crate) fn read_into_frame(
+        &self,
+        f: u32,
+        id: PageId,
+    ) -> Result<
+        Option<(
+            Pin<'_>,
+            parking_lot::RwLockWriteGuard<'_, crate::frame::FrameBuf>,
+        )>,
+        crate::StoreError,
+    > {
         let frame = &self.frames[f as usize];
         frame.desc.init_for(id, State::ReadPending);
         let pin = Pin::new(&frame.desc);
@@ -253,14 +280,9 @@ impl Inner {
         self.lru_add(f, false);
         if let Err(e) = self.store.read_page(id, &mut latch) {
             self.abort_read(f, id);
-            return Err(e.into());
+            return Err(e);
         }
-        frame.desc.transition(State::ReadPending, State::Valid);
-        inc(&self.counters.pages_read);
-        self.on_access(f);
-        self.random_read_ahead(id);
-        self.linear_read_ahead(id);
-        Ok(Some(ExclusiveGuard::new(self, f, latch, pin, id)))
+        Ok(Some((pin, latch)))
     }
 
     /// A failed read: the frame leaves the page hash and becomes `Stale` (reclaimed by the next

@@ -22,7 +22,6 @@ use barracuda_page::PageId;
 use parking_lot::{Condvar, Mutex};
 
 use crate::descriptor::State;
-use crate::guard::Pin;
 use crate::inner::{Evictor, Inner};
 use crate::stats::inc;
 use crate::FreePagePolicy;
@@ -215,22 +214,15 @@ impl Inner {
             None => return,
         };
         self.note_frame_taken();
+        let (_pin, _latch) = match self.read_into_frame(f, id) {
+            Ok(Some(claimed)) => claimed,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!(error = %e, "read-ahead of {id} failed");
+                return;
+            }
+        };
         let frame = &self.frames[f as usize];
-        frame.desc.init_for(id, State::ReadPending);
-        let pin = Pin::new(&frame.desc);
-        let mut latch = frame.latch.write();
-        if !self.hash.insert_if_absent(id, f) {
-            drop(latch);
-            drop(pin);
-            self.return_free(f);
-            return;
-        }
-        self.lru_add(f, false);
-        if let Err(e) = self.store.read_page(id, &mut latch) {
-            tracing::debug!(error = %e, "read-ahead of {id} failed");
-            self.abort_read(f, id);
-            return;
-        }
         frame.desc.read_ahead.store(true, SeqCst);
         frame.desc.transition(State::ReadPending, State::Valid);
         match kind {
