@@ -63,6 +63,9 @@ const FLUSH_ALL_CHUNK: usize = 128;
 /// Largest number of dirty pages an LRU batch writes in one `write_pages` call.
 const LRU_WRITE_BATCH: usize = 64;
 
+/// Pages an LRU batch scans per hold of the LRU mutex.
+const LRU_BATCH_CHUNK: usize = 32;
+
 impl Inner {
     /// Claims `f` for writing if it is a valid dirty page nobody is writing. The caller holds
     /// the LRU or the flush-list mutex, which keeps evictors away while the pin is taken.
@@ -205,19 +208,30 @@ impl Inner {
     ) -> Result<usize, PoolError> {
         let mut claimed = Claimed::new(self);
         let mut handled = 0usize;
-        {
+        inc(&self.counters.lru_scans);
+        let mut scanned = 0usize;
+        let mut resume: Option<u32> = None;
+        // The scan gives the LRU mutex back every `LRU_BATCH_CHUNK` pages so that user threads
+        // (hits that make pages young, requests for a free frame) are not held up behind a whole
+        // batch; it resumes from where it stopped if that page is still on the LRU, else from the
+        // tail (InnoDB keeps a hazard pointer for the same purpose).
+        loop {
             let mut lists = self.lists.lock();
-            inc(&self.counters.lru_scans);
-            let mut cur = lists.lru.tail();
-            let mut scanned = 0usize;
             let len = lists.lru.len();
+            let mut cur = match resume {
+                Some(f) if lists.lru.contains(f) => f,
+                _ => lists.lru.tail(),
+            };
+            let mut in_chunk = 0usize;
             while cur != NIL
+                && in_chunk < LRU_BATCH_CHUNK
                 && handled < max_pages
                 && scanned < len
                 && lists.free.len() + claimed.len() < target_free
                 && lists.lru.len() > lists.lru.min_len()
             {
                 scanned += 1;
+                in_chunk += 1;
                 let prev = lists.lru.prev(cur);
                 if self.try_evict_locked(&mut lists, cur, Evictor::Manager) {
                     lists.free.push(cur, &self.free_len);
@@ -228,8 +242,13 @@ impl Inner {
                 }
                 cur = prev;
             }
-            add(&self.counters.lru_pages_scanned, scanned as u64);
+            drop(lists);
+            if in_chunk < LRU_BATCH_CHUNK || cur == NIL {
+                break;
+            }
+            resume = Some(cur);
         }
+        add(&self.counters.lru_pages_scanned, scanned as u64);
         if claimed.len() > 0 {
             let ids: Vec<(u32, PageId)> = claimed
                 .frames
