@@ -290,6 +290,7 @@ pub fn verify_page(buf: &[u8], expected: PageId, page_size: PageSize) -> Result<
 /// header. Shared by the type-specific decoders.
 /// [`check_type`] for hot paths: reads only the size and the type field when they match, and
 /// decodes the whole header only to build the error.
+#[inline]
 pub(crate) fn check_type_only(
     buf: &[u8],
     page_size: PageSize,

@@ -182,6 +182,7 @@ impl<'a> Record<'a> {
     /// record and its encoded length, or a description of what is wrong. Never panics.
     /// Just the key of the record at `off` (heap bounded by `limit`): what binary search needs,
     /// without decoding the value. `None` where [`decode`](Self::decode) would fail on bounds.
+    #[inline]
     pub(crate) fn decode_key(buf: &'a [u8], off: usize, limit: usize) -> Option<&'a [u8]> {
         let heap = buf.get(..limit)?;
         let header = match u8_at(heap, off)? {
@@ -194,6 +195,7 @@ impl<'a> Record<'a> {
         slice_at(heap, off + header, key_len)
     }
 
+    #[inline]
     pub(crate) fn decode(
         buf: &'a [u8],
         off: usize,
