@@ -50,6 +50,14 @@ impl PlaceholderLog {
     }
 }
 
+impl PlaceholderLog {
+    /// Makes later LSNs exceed `lsn` (a page LSN seen on disk): a page's next change always gets
+    /// a higher LSN than the one it carries, even across restarts without a log.
+    pub fn observe(&self, lsn: Lsn) {
+        self.next_lsn.fetch_max(lsn, Ordering::AcqRel);
+    }
+}
+
 impl Default for PlaceholderLog {
     fn default() -> Self {
         Self::new(0)

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use barracuda_io::{open_file, Backend, OpenOptions, PageFile};
 use barracuda_page::{
     catalog, page_lsn, seal_page, set_page_lsn, verify_page, CatalogEntry, CatalogPage, FileHeader,
-    PageError, PageId, PageNo, PageSize, PageType, SpaceHeader, SpaceId, FIL_NULL,
+    Lsn, PageError, PageId, PageNo, PageSize, PageType, SpaceHeader, SpaceId, FIL_NULL,
 };
 
 use crate::error::{Error, Result};
@@ -30,6 +30,9 @@ pub(crate) struct Catalog {
     path: PathBuf,
     page_size: PageSize,
     generation: u64,
+    /// LSN up to which every change was on disk at the last checkpoint (InnoDB:
+    /// `FIL_PAGE_FILE_FLUSH_LSN`); kept in the type-specific field of every catalog page.
+    flushed_lsn: Lsn,
     pub(crate) next_space_id: SpaceId,
     pub(crate) next_index_id: u64,
     pub(crate) entries: BTreeMap<String, CatalogEntry>,
@@ -61,6 +64,7 @@ impl Catalog {
             path: path.to_owned(),
             page_size,
             generation: 0,
+            flushed_lsn: 0,
             next_space_id: 1,
             next_index_id: 1,
             entries: BTreeMap::new(),
@@ -110,6 +114,7 @@ impl Catalog {
             path: path.to_owned(),
             page_size,
             generation: best.generation,
+            flushed_lsn: best.flushed_lsn,
             next_space_id: best.next_space_id,
             next_index_id: best.next_index_id,
             entries,
@@ -118,6 +123,22 @@ impl Catalog {
 
     pub(crate) fn page_size(&self) -> PageSize {
         self.page_size
+    }
+
+    /// The LSN recorded by the last checkpoint: a new session's LSNs start above it.
+    pub(crate) fn flushed_lsn(&self) -> Lsn {
+        self.flushed_lsn
+    }
+
+    /// Records that everything up to `lsn` is on disk, as a new catalog generation (the
+    /// alternating copies make this crash-safe where rewriting page 0 in place would not be).
+    pub(crate) fn record_flushed_lsn(&mut self, lsn: Lsn) -> Result<()> {
+        if lsn == self.flushed_lsn {
+            return Ok(());
+        }
+        let previous = self.flushed_lsn;
+        self.flushed_lsn = lsn;
+        self.save().inspect_err(|_| self.flushed_lsn = previous)
     }
 
     /// Writes the whole catalog as the next generation into the older copy and syncs.
@@ -141,7 +162,9 @@ impl Catalog {
             };
             let id = PageId::new(SYSTEM_SPACE, page_no);
             let mut buf = vec![0u8; self.page_size.bytes()];
-            FileHeader::new(id, PageType::Catalog).write(&mut buf);
+            let mut header = FileHeader::new(id, PageType::Catalog);
+            header.type_specific = self.flushed_lsn;
+            header.write(&mut buf);
             let page = CatalogPage {
                 next_catalog_page: next,
                 next_space_id: self.next_space_id,
@@ -171,6 +194,8 @@ fn copy_page_no(copy: u32, k: u32) -> PageNo {
 pub(crate) struct CatalogCopy {
     /// The generation every page of the copy carries in its page-LSN field.
     pub(crate) generation: u64,
+    /// The flushed LSN in the first page's type-specific field.
+    pub(crate) flushed_lsn: Lsn,
     pub(crate) next_space_id: SpaceId,
     pub(crate) next_index_id: u64,
     /// The entries of all pages of the chain, in chain order.
@@ -214,13 +239,15 @@ pub(crate) fn read_copy<E>(
         let page = verify_page(&buf, PageId::new(SYSTEM_SPACE, page_no), page_size)
             .and_then(|()| CatalogPage::read(&buf, page_size))
             .map_err(|e| (page_no, CopyFault::Page(e)))?;
-        Ok((page, page_lsn(&buf).unwrap_or(0)))
+        let flushed_lsn = FileHeader::read(&buf).map_or(0, |h| h.type_specific);
+        Ok((page, page_lsn(&buf).unwrap_or(0), flushed_lsn))
     };
     let mut page_no = copy_page_no(copy, 0);
-    let (first, generation) = read(page_no)?;
+    let (first, generation, flushed_lsn) = read(page_no)?;
     let mut next = first.next_catalog_page;
     let mut result = CatalogCopy {
         generation,
+        flushed_lsn,
         next_space_id: first.next_space_id,
         next_index_id: first.next_index_id,
         entries: first.entries,
@@ -233,7 +260,7 @@ pub(crate) fn read_copy<E>(
             return Err((page_no, CopyFault::BadLink { next, expected }));
         }
         page_no = next;
-        let (page, page_generation) = read(page_no)?;
+        let (page, page_generation, _) = read(page_no)?;
         if page_generation != generation {
             return Err((
                 page_no,

@@ -114,7 +114,8 @@ impl Engine {
                 options.old_blocks_pct
             )));
         }
-        let spaces = Arc::new(SpaceRegistry::default());
+        let log = Arc::new(PlaceholderLog::new(catalog.flushed_lsn()));
+        let spaces = Arc::new(SpaceRegistry::new(log.clone()));
         let config = PoolConfig::new(page_size)
             .capacity_pages(capacity)
             .lru_scan_depth(options.lru_scan_depth)
@@ -126,7 +127,6 @@ impl Engine {
                 random: options.random_read_ahead,
             });
         let pool = BufferPool::new(config, spaces.clone())?;
-        let log = Arc::new(PlaceholderLog::default());
         let sink: Arc<dyn LogSink> = log.clone();
         let alloc = Arc::new(SpaceAllocator::new(
             pool.clone(),
@@ -353,6 +353,9 @@ impl Engine {
         for space in self.inner.spaces.all() {
             space.sync()?;
         }
+        // InnoDB: FIL_PAGE_FILE_FLUSH_LSN. The next open starts its LSNs here.
+        let lsn = self.inner.log.current_lsn();
+        self.inner.catalog.lock().record_flushed_lsn(lsn)?;
         self.inner
             .counters
             .checkpoints

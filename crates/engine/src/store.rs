@@ -5,18 +5,27 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+use barracuda_btree::PlaceholderLog;
 use barracuda_buffer_pool::{PageStore, StoreError};
-use barracuda_page::{PageId, SpaceId};
+use barracuda_page::{page_lsn, PageId, SpaceId};
 
 use crate::tablespace::Tablespace;
 
 /// Registry of open tablespaces by space id.
-#[derive(Default)]
 pub(crate) struct SpaceRegistry {
     spaces: RwLock<HashMap<SpaceId, Arc<Tablespace>>>,
+    /// Told the LSN of every page read, so new changes get higher LSNs than what is on disk.
+    log: Arc<PlaceholderLog>,
 }
 
 impl SpaceRegistry {
+    pub(crate) fn new(log: Arc<PlaceholderLog>) -> Self {
+        Self {
+            spaces: RwLock::new(HashMap::new()),
+            log,
+        }
+    }
+
     pub(crate) fn insert(&self, space: Arc<Tablespace>) {
         self.spaces.write().insert(space.space_id(), space);
     }
@@ -48,7 +57,11 @@ impl PageStore for SpaceRegistry {
         let space = self.space(id)?;
         space
             .read_page(id.page_no, buf)
-            .map_err(|e| StoreError::new(id, e))
+            .map_err(|e| StoreError::new(id, e))?;
+        if let Some(lsn) = page_lsn(buf) {
+            self.log.observe(lsn);
+        }
+        Ok(())
     }
 
     fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<(), StoreError> {
