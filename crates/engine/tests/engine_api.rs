@@ -239,7 +239,11 @@ fn lsns_keep_growing_across_reopen() {
     let db = small(dir.path());
     // The checkpoint at close recorded its LSN: the new session starts there, so a page's next
     // change cannot get an LSN below the one it already carries on disk.
-    assert!(db.status().current_lsn >= before, "{} < {before}", db.status().current_lsn);
+    assert!(
+        db.status().current_lsn >= before,
+        "{} < {before}",
+        db.status().current_lsn
+    );
     let t = db.table("t").unwrap();
     db.put(&t, &7u32.to_be_bytes(), b"w").unwrap();
     assert!(db.status().current_lsn > before);
