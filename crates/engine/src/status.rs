@@ -63,10 +63,7 @@ impl fmt::Display for EngineStatus {
             None => writeln!(f, "Oldest modification          (no dirty pages)")?,
         }
         writeln!(f, "Checkpoints                  {}", self.checkpoints)?;
-        writeln!(
-            f,
-            "----------------------\nBUFFER POOL AND MEMORY\n----------------------"
-        )?;
+        // The pool's Display carries its own section heading.
         write!(f, "{}", self.pool)?;
         writeln!(f, "--------------\nROW OPERATIONS\n--------------")?;
         writeln!(
