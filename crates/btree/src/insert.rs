@@ -227,40 +227,41 @@ impl BTree {
     fn split_and_insert<'a>(
         &'a self,
         mtr: &mut Mtr<'a>,
-        mut guard: ExclusiveGuard<'a>,
+        guard: ExclusiveGuard<'a>,
         mut path: Vec<(ExclusiveGuard<'a>, usize)>,
         pos: usize,
         key: &[u8],
         value: Value<'_>,
     ) -> Result<()> {
-        let mut pending: (usize, Vec<u8>, PageNo);
-        {
-            let (node, parent) = self.prepare_split(guard, &mut path)?;
-            guard = node;
-            let (separator, right) = self.split_node(mtr, &mut guard, pos, key, value)?;
-            mtr.changed(guard);
-            let (parent_guard, idx) = parent;
-            guard = parent_guard;
-            pending = (idx + 1, separator, right);
-        }
+        let (mut parent, mut pending) = self.split_up(mtr, guard, &mut path, pos, key, value)?;
         loop {
-            let id = guard.page_id();
             let (pos, separator, right) = pending;
             let child = Value::Child(right);
-            let fitted = NodeMut::open(&mut guard, id, self)?.insert(pos, &separator, child)?;
-            if fitted {
-                mtr.changed(guard);
+            let id = parent.page_id();
+            if NodeMut::open(&mut parent, id, self)?.insert(pos, &separator, child)? {
+                mtr.changed(parent);
                 return Ok(());
             }
-            let (node, parent) = self.prepare_split(guard, &mut path)?;
-            guard = node;
-            let (next_separator, next_right) =
-                self.split_node(mtr, &mut guard, pos, &separator, child)?;
-            mtr.changed(guard);
-            let (parent_guard, idx) = parent;
-            guard = parent_guard;
-            pending = (idx + 1, next_separator, next_right);
+            (parent, pending) = self.split_up(mtr, parent, &mut path, pos, &separator, child)?;
         }
+    }
+
+    /// Splits `guard`'s node placing `key → value` at `pos`, and returns the node's parent
+    /// (latched) with what to post there: `(position, separator, new right page)`.
+    #[allow(clippy::type_complexity)]
+    fn split_up<'a>(
+        &'a self,
+        mtr: &mut Mtr<'a>,
+        guard: ExclusiveGuard<'a>,
+        path: &mut Vec<(ExclusiveGuard<'a>, usize)>,
+        pos: usize,
+        key: &[u8],
+        value: Value<'_>,
+    ) -> Result<(ExclusiveGuard<'a>, (usize, Vec<u8>, PageNo))> {
+        let (mut node, (parent, idx)) = self.prepare_split(guard, path)?;
+        let (separator, right) = self.split_node(mtr, &mut node, pos, key, value)?;
+        mtr.changed(node);
+        Ok((parent, (idx + 1, separator, right)))
     }
 
     /// Gives the node to split and its parent (with the node's index in it). A root is first
