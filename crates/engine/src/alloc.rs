@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use barracuda_btree::{BTreeError, LogSink, Mtr, PageAllocator};
-use barracuda_buffer_pool::BufferPool;
+use barracuda_buffer_pool::{BufferPool, ExclusiveGuard};
 use barracuda_page::{
     bit_index, bitmap_page_for, pages_per_bitmap, space::format_bitmap_page, AllocationBitmap,
     PageId, PageNo, SpaceHeader, SpaceId,
@@ -47,12 +47,7 @@ impl PageAllocator for SpaceAllocator {
         let mut mtr = Mtr::new(self.log.as_ref());
         // Page 0 is latched first and for the whole allocation: it serialises allocations of
         // the space, and no tree latch is ever requested while it is held.
-        let mut header_guard = self.pool.get_exclusive(PageId::new(space, 0))?;
-        let mut header =
-            SpaceHeader::read(&header_guard, page_size).map_err(|source| BTreeError::Page {
-                page: PageId::new(space, 0),
-                source,
-            })?;
+        let (mut header_guard, mut header) = self.latch_space_header(space)?;
 
         // Candidates: right after `near` (sequential pages for sequential keys and chains), then
         // from the free hint upwards.
@@ -153,12 +148,7 @@ impl PageAllocator for SpaceAllocator {
         let space = page.space_id;
         let page_size = self.pool.page_size();
         let mut mtr = Mtr::new(self.log.as_ref());
-        let mut header_guard = self.pool.get_exclusive(PageId::new(space, 0))?;
-        let mut header =
-            SpaceHeader::read(&header_guard, page_size).map_err(|source| BTreeError::Page {
-                page: PageId::new(space, 0),
-                source,
-            })?;
+        let (mut header_guard, mut header) = self.latch_space_header(space)?;
         if page.page_no == 0
             || page.page_no >= header.size_in_pages
             || bit_index(page.page_no, page_size) == 0
@@ -182,12 +172,24 @@ impl PageAllocator for SpaceAllocator {
 }
 
 impl SpaceAllocator {
+    /// Latches page 0 of `space` exclusively and decodes its space header.
+    fn latch_space_header(
+        &self,
+        space: SpaceId,
+    ) -> Result<(ExclusiveGuard<'_>, SpaceHeader), BTreeError> {
+        let id = PageId::new(space, 0);
+        let guard = self.pool.get_exclusive(id)?;
+        let header = SpaceHeader::read(&guard, self.pool.page_size())
+            .map_err(|source| BTreeError::Page { page: id, source })?;
+        Ok((guard, header))
+    }
+
     /// Sets the bit of `page_no` in the bitmap that covers it (page 0's or a further one,
     /// latched into `others` if not already).
     fn set_bit<'a>(
         &'a self,
-        header_guard: &mut barracuda_buffer_pool::ExclusiveGuard<'a>,
-        others: &mut Vec<barracuda_buffer_pool::ExclusiveGuard<'a>>,
+        header_guard: &mut ExclusiveGuard<'a>,
+        others: &mut Vec<ExclusiveGuard<'a>>,
         space: SpaceId,
         page_no: PageNo,
         used: bool,
