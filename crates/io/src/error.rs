@@ -29,6 +29,16 @@ pub enum Op {
     PunchHole,
     /// `io_uring_setup` or `io_uring_enter` itself (not one request).
     Uring,
+    /// Removing a file from its directory (`unlink`).
+    Remove,
+    /// Renaming a file (`rename`).
+    Rename,
+    /// Creating a directory (`mkdir`).
+    CreateDir,
+    /// `fsync` of a directory, making its entries durable.
+    SyncDir,
+    /// Listing a directory (`readdir`).
+    ListDir,
 }
 
 impl fmt::Display for Op {
@@ -43,6 +53,11 @@ impl fmt::Display for Op {
             Op::Stat => "stat",
             Op::PunchHole => "punch_hole",
             Op::Uring => "io_uring",
+            Op::Remove => "remove",
+            Op::Rename => "rename",
+            Op::CreateDir => "create_dir",
+            Op::SyncDir => "sync_dir",
+            Op::ListDir => "list_dir",
         })
     }
 }

@@ -7,6 +7,10 @@
 //! - [`FaultyFile`]: wraps any of them to lose or tear unsynced writes at a simulated crash and
 //!   to fail the N-th operation with EIO or ENOSPC.
 //!
+//! [`FileSystem`] is the seam for everything done with paths (open, create, remove, rename,
+//! directory sync): [`OsFileSystem`] is the real one, [`FaultyFileSystem`] an in-memory model
+//! that fails on request and simulates power loss, directory entries included.
+//!
 //! [`open_file`] picks one by [`Backend`]; [`Backend::Auto`] uses io_uring where the kernel
 //! allows it and says why not otherwise ([`uring_fallback_reason`]).
 //!
@@ -18,6 +22,7 @@ mod backend;
 mod error;
 pub mod faulty;
 mod file;
+mod fs;
 mod mem_file;
 mod options;
 mod punch;
@@ -30,6 +35,7 @@ pub use backend::{open_best, open_file, uring_fallback_reason, Backend};
 pub use error::{IoError, IoErrorKind, Op, Result};
 pub use faulty::{CrashMode, CrashReport, FaultPlan, FaultyFile, OpKind};
 pub use file::{PageFile, PunchOutcome};
+pub use fs::{FaultyFileSystem, FileSystem, FsCrashReport, OsFileSystem};
 pub use mem_file::{MemFile, MEM_BLOCK_BYTES};
 pub use options::OpenOptions;
 pub use std_file::StdFile;

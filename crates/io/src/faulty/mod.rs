@@ -23,6 +23,7 @@ pub use crash::{CrashReport, WriteFate};
 pub use plan::{CrashMode, ErrorKind, Failpoint, FaultPlan, OpKind};
 
 use crash::Pending;
+pub(crate) use plan::{check_crash_mode, Failpoints};
 
 /// Granularity at which [`FaultyFile::crash`] compares and rewrites the live file.
 const RESTORE_CHUNK_BYTES: usize = 4096;
@@ -34,29 +35,15 @@ struct State {
     durable: Vec<u8>,
     pending: Vec<Pending>,
     plan: FaultPlan,
-    /// Operations seen per [`OpKind`] (index = `OpKind::index`).
-    counts: [u64; 5],
-    /// Count of each kind when each failpoint of `plan` was armed (parallel to failpoints).
-    armed_at: Vec<u64>,
+    /// The failpoints of `plan`, armed, and the operation counters.
+    failpoints: Failpoints,
     crashes: u64,
 }
 
 impl State {
     /// Counts one operation of `kind`; returns the injected error if a failpoint fires.
     fn tick(&mut self, kind: OpKind) -> Option<plan::ErrorKind> {
-        let idx = kind.index();
-        self.counts[idx] += 1;
-        let now = self.counts[idx];
-        let hit = self
-            .plan
-            .failpoints
-            .iter()
-            .zip(&self.armed_at)
-            .position(|(fp, &at)| fp.op == kind && at + fp.nth == now)?;
-        let fp = self.plan.failpoints.remove(hit);
-        self.armed_at.remove(hit);
-        tracing::debug!(failpoint = fp.op.failpoint(), nth = fp.nth, error = ?fp.error, "failpoint fired");
-        Some(fp.error)
+        self.failpoints.tick(kind)
     }
 }
 
@@ -83,7 +70,7 @@ impl<F: PageFile> FaultyFile<F> {
     }
 
     /// Wraps `inner` with the faults of `plan`; failpoints count from now.
-    pub fn with_plan(inner: F, plan: FaultPlan) -> Result<Self> {
+    pub fn with_plan(inner: F, mut plan: FaultPlan) -> Result<Self> {
         let len = inner.len()?;
         // Aligned, so that an O_DIRECT inner file accepts the read.
         let mut image = AlignedBuf::zeroed(len as usize);
@@ -91,15 +78,17 @@ impl<F: PageFile> FaultyFile<F> {
             inner.read_at(&mut image, 0)?;
         }
         let durable = image.to_vec();
-        let armed_at = vec![0; plan.failpoints.len()];
+        let mut failpoints = Failpoints::default();
+        for fp in std::mem::take(&mut plan.failpoints) {
+            failpoints.arm(fp);
+        }
         Ok(FaultyFile {
             inner,
             state: Mutex::new(State {
                 durable,
                 pending: Vec::new(),
                 plan,
-                counts: [0; 5],
-                armed_at,
+                failpoints,
                 crashes: 0,
             }),
             punch_refusal_logged: AtomicBool::new(false),
@@ -117,18 +106,15 @@ impl<F: PageFile> FaultyFile<F> {
     /// # Panics
     /// If `nth` is 0.
     pub fn fail_nth(&self, op: OpKind, nth: u64, error: ErrorKind) {
-        assert!(nth > 0, "fail_nth counts from 1");
-        let mut st = self.state.lock();
-        let now = st.counts[op.index()];
-        st.plan.failpoints.push(Failpoint { op, nth, error });
-        st.armed_at.push(now);
+        self.state
+            .lock()
+            .failpoints
+            .arm(Failpoint { op, nth, error });
     }
 
     /// Disarms every failpoint.
     pub fn clear_failpoints(&self) {
-        let mut st = self.state.lock();
-        st.plan.failpoints.clear();
-        st.armed_at.clear();
+        self.state.lock().failpoints.clear();
     }
 
     /// When `yes`, `punch_hole` answers as a file system refusing it (EOPNOTSUPP):
@@ -192,7 +178,7 @@ impl<F: PageFile> FaultyFile<F> {
 
     /// Operations of kind `op` seen so far (failed ones included).
     pub fn op_count(&self, op: OpKind) -> u64 {
-        self.state.lock().counts[op.index()]
+        self.state.lock().failpoints.count(op)
     }
 
     /// Makes the live file equal to `image`, rewriting only differing chunks.

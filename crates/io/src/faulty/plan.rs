@@ -180,6 +180,51 @@ impl FaultPlan {
     }
 }
 
+/// Armed failpoints and the per-kind operation counters they count against: the state of one
+/// [`FaultyFile`](super::FaultyFile), or shared by all files of a
+/// [`FaultyFileSystem`](crate::FaultyFileSystem).
+#[derive(Debug, Default)]
+pub(crate) struct Failpoints {
+    /// Operations seen per [`OpKind`] (index = `OpKind::index`), failed ones included.
+    counts: [u64; OpKind::ALL.len()],
+    /// Each armed failpoint with the count of its kind when it was armed.
+    armed: Vec<(Failpoint, u64)>,
+}
+
+impl Failpoints {
+    /// Arms `fp`, counting its `nth` from now.
+    pub(crate) fn arm(&mut self, fp: Failpoint) {
+        assert!(fp.nth > 0, "fail_nth counts from 1");
+        let now = self.counts[fp.op.index()];
+        self.armed.push((fp, now));
+    }
+
+    /// Disarms every failpoint; the counters keep counting.
+    pub(crate) fn clear(&mut self) {
+        self.armed.clear();
+    }
+
+    /// Operations of kind `op` counted so far.
+    pub(crate) fn count(&self, op: OpKind) -> u64 {
+        self.counts[op.index()]
+    }
+
+    /// Counts one operation of `kind`; returns the injected error if a failpoint fires (each
+    /// fires once and is then disarmed).
+    pub(crate) fn tick(&mut self, kind: OpKind) -> Option<ErrorKind> {
+        let idx = kind.index();
+        self.counts[idx] += 1;
+        let now = self.counts[idx];
+        let hit = self
+            .armed
+            .iter()
+            .position(|(fp, at)| fp.op == kind && at + fp.nth == now)?;
+        let (fp, _) = self.armed.remove(hit);
+        tracing::debug!(failpoint = fp.op.failpoint(), nth = fp.nth, error = ?fp.error, "failpoint fired");
+        Some(fp.error)
+    }
+}
+
 /// Panics on a tearing sector that is not a power of two.
 pub(crate) fn check_crash_mode(mode: CrashMode) {
     if let CrashMode::TearUnsynced { sector, .. } = mode {
