@@ -82,4 +82,16 @@ pub enum PoolError {
     /// A background thread could not be started.
     #[error("cannot start buffer pool thread: {0}")]
     Thread(#[source] std::io::Error),
+    /// The address space for the frames could not be reserved (the pool is larger than the
+    /// address space, or `mmap` refused: `vm.overcommit_memory = 2`, `ulimit -v`, ...).
+    #[error("cannot reserve {frames} frames of {page_size} for the buffer pool: {source}")]
+    FrameMemory {
+        /// Number of frames asked for.
+        frames: usize,
+        /// Size of each frame.
+        page_size: barracuda_page::PageSize,
+        /// Why the reservation failed.
+        #[source]
+        source: std::io::Error,
+    },
 }

@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use crate::config::{effective_scan_depth, old_ratio_of_pct};
 use crate::descriptor::State;
 use crate::flush_list::FlushList;
-use crate::frame::Frame;
+use crate::frame::Frames;
 use crate::free_list::FreeList;
 use crate::guard::{ExclusiveGuard, Pin, SharedGuard};
 use crate::lru::{Lru, NIL, OLD_RATIO_DIV};
@@ -50,7 +50,7 @@ pub(crate) enum Evictor {
 pub(crate) struct Inner {
     pub(crate) page_size: PageSize,
     pub(crate) capacity: usize,
-    pub(crate) frames: Box<[Frame]>,
+    pub(crate) frames: Frames,
     pub(crate) hash: PageHash,
     pub(crate) lists: Mutex<Lists>,
     /// The LRU's old flags, readable without `lists`.
@@ -105,9 +105,7 @@ impl Inner {
         let old_ratio = old_ratio_of_pct(config.old_blocks_pct);
         let lru = Lru::new(capacity, old_ratio);
         let old_flags = lru.old_flags();
-        let frames: Box<[Frame]> = (0..capacity)
-            .map(|_| Frame::new(config.page_size))
-            .collect();
+        let frames = Frames::new(config.page_size, capacity)?;
         let depth = effective_scan_depth(config.lru_scan_depth, capacity);
         Ok(Self {
             page_size: config.page_size,

@@ -11,7 +11,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use barracuda_page::PageId;
 use parking_lot::{RwLock, RwLockWriteGuard};
 
-use crate::frame::Frame;
+use crate::frame::Frames;
 
 /// A small multiplicative hasher for page ids (two `u32`s): much cheaper than SipHash, and page
 /// ids are not attacker-chosen keys.
@@ -72,10 +72,10 @@ impl PageHash {
     }
 
     /// Looks `id` up and pins its frame under the shard's read lock.
-    pub(crate) fn lookup_pin(&self, id: PageId, frames: &[Frame]) -> Option<u32> {
+    pub(crate) fn lookup_pin(&self, id: PageId, frames: &Frames) -> Option<u32> {
         let shard = self.shard(id).read();
         let f = *shard.get(&id)?;
-        frames[f as usize].desc.pin();
+        frames.frame(f).desc.pin();
         Some(f)
     }
 
@@ -124,13 +124,13 @@ mod tests {
 
     #[test]
     fn insert_lookup_remove() {
-        let frames: Vec<Frame> = (0..4).map(|_| Frame::new(PageSize::K4)).collect();
+        let frames = Frames::new(PageSize::K4, 4).expect("reserve 4 frames");
         let hash = PageHash::new(4, 4);
         let id = PageId::new(1, 7);
         assert!(hash.insert_if_absent(id, 2));
         assert!(!hash.insert_if_absent(id, 3));
         assert_eq!(hash.lookup_pin(id, &frames), Some(2));
-        assert_eq!(frames[2].desc.pins(), 1);
+        assert_eq!(frames.frame(2).desc.pins(), 1);
         hash.remove(id, 3);
         assert!(hash.contains(id));
         hash.remove(id, 2);

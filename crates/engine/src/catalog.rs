@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use barracuda_io::{open_file, Backend, OpenOptions, PageFile};
+use barracuda_io::{FileSystem, OpenOptions, PageFile};
 use barracuda_page::{
     catalog, page_lsn, seal_page, set_page_lsn, verify_page, CatalogEntry, CatalogPage, FileHeader,
     Lsn, PageError, PageId, PageNo, PageSize, PageType, SpaceHeader, SpaceId, FIL_NULL,
@@ -39,13 +39,10 @@ pub(crate) struct Catalog {
 }
 
 impl Catalog {
-    /// Creates `system.ibs` with an empty catalog.
-    pub(crate) fn create(path: &Path, page_size: PageSize, backend: Backend) -> Result<Self> {
-        let file = open_file(
-            path,
-            &OpenOptions::new().create(true).truncate(true),
-            backend,
-        )?;
+    /// Creates `system.ibs` at `path` with an empty catalog and makes it durable, directory
+    /// entry included.
+    pub(crate) fn create(fs: &dyn FileSystem, path: &Path, page_size: PageSize) -> Result<Self> {
+        let file = fs.open(path, &OpenOptions::new().create(true).truncate(true))?;
         let header = SpaceHeader {
             space_id: SYSTEM_SPACE,
             page_size,
@@ -72,12 +69,17 @@ impl Catalog {
         // Both copies exist from the start, so an open never meets a missing one.
         catalog.save()?;
         catalog.save()?;
+        // Without this a power loss can lose the file's name while keeping the tables created
+        // after it.
+        if let Some(dir) = path.parent() {
+            fs.sync_dir(dir)?;
+        }
         Ok(catalog)
     }
 
     /// Opens `system.ibs`, learning the page size from its page 0.
-    pub(crate) fn open(path: &Path, backend: Backend) -> Result<Self> {
-        let file = open_file(path, &OpenOptions::new(), backend)?;
+    pub(crate) fn open(fs: &dyn FileSystem, path: &Path) -> Result<Self> {
+        let file = fs.open(path, &OpenOptions::new())?;
         let mut prefix = [0u8; 64];
         file.read_at(&mut prefix, 0)?;
         let page0_id = PageId::new(SYSTEM_SPACE, 0);

@@ -88,17 +88,21 @@ impl Engine {
     /// this process or another, gets [`Error::Locked`].
     pub fn open(dir: impl AsRef<Path>, options: EngineOptions) -> Result<Self> {
         let dir = dir.as_ref().to_owned();
+        let fs = options.resolved_file_system();
+        let options = options.file_system(fs.clone());
         let system_path = dir.join(SYSTEM_FILE);
-        let exists = system_path.exists();
+        let exists = fs.exists(&system_path)?;
         if !exists && !options.create_if_missing {
             return Err(Error::NotFound { dir });
         }
-        std::fs::create_dir_all(dir.join(TABLES_DIR)).map_err(|e| Error::fs(&dir, e))?;
+        fs.create_dir_all(&dir.join(TABLES_DIR))?;
+        // The LOCK file is always a real file (flock), whatever `fs` is.
+        std::fs::create_dir_all(&dir).map_err(|e| Error::fs(&dir, e))?;
         let lock_file = lock_dir(&dir)?;
         let catalog = if exists {
-            Catalog::open(&system_path, options.io_backend)?
+            Catalog::open(&*fs, &system_path)?
         } else {
-            Catalog::create(&system_path, options.page_size, options.io_backend)?
+            Catalog::create(&*fs, &system_path, options.page_size)?
         };
         let page_size = catalog.page_size();
         let capacity = options.buffer_pool_bytes / page_size.bytes();
@@ -148,12 +152,7 @@ impl Engine {
                 ),
             )?;
             let path = table_path(&dir, &entry.name);
-            let space = Arc::new(Tablespace::open(
-                &path,
-                entry.space_id,
-                page_size,
-                options.io_backend,
-            )?);
+            let space = Arc::new(Tablespace::open(&*fs, &path, entry.space_id, page_size)?);
             spaces.insert(space);
             let tree = BTree::open(
                 ctx.clone(),
@@ -218,10 +217,10 @@ impl Engine {
         let index_id = catalog.next_index_id;
         let path = table_path(&self.inner.dir, name);
         let space = Arc::new(Tablespace::create(
+            &*self.inner.options.resolved_file_system(),
             &path,
             space_id,
             self.inner.page_size,
-            self.inner.options.io_backend,
             Some(index_id),
         )?);
         let (row_format, key_block_size, page_compression, compression_level) = options.encode();
@@ -304,7 +303,12 @@ impl Engine {
         }
         self.inner.pool.discard_space(entry.space_id);
         if let Some(space) = self.inner.spaces.remove(entry.space_id) {
-            std::fs::remove_file(space.path()).map_err(|e| Error::fs(space.path(), e))?;
+            let fs = self.inner.options.resolved_file_system();
+            fs.remove(space.path())?;
+            // Otherwise a power loss can bring the file back (harmless but wasted space).
+            if let Some(tables_dir) = space.path().parent() {
+                fs.sync_dir(tables_dir)?;
+            }
         }
         Ok(())
     }

@@ -28,6 +28,7 @@ mod alloc;
 mod catalog;
 mod engine;
 mod error;
+pub mod fs;
 pub mod inspect;
 mod layout;
 mod options;

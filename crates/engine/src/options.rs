@@ -1,9 +1,11 @@
 //! Engine and table options. Persisted table options are small types with an explicit
 //! encoding into catalog fields and a round-trip test beside them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use barracuda_buffer_pool::FreePagePolicy;
+use barracuda_io::{FileSystem, OsFileSystem};
 use barracuda_page::PageSize;
 
 use crate::error::{Error, Result};
@@ -41,6 +43,7 @@ pub struct EngineOptions {
     pub(crate) durability: Durability,
     pub(crate) create_if_missing: bool,
     pub(crate) io_backend: barracuda_io::Backend,
+    pub(crate) file_system: Option<Arc<dyn FileSystem>>,
 }
 
 impl Default for EngineOptions {
@@ -57,6 +60,7 @@ impl Default for EngineOptions {
             durability: Durability::SyncEachCommit,
             create_if_missing: true,
             io_backend: barracuda_io::Backend::Std,
+            file_system: None,
         }
     }
 }
@@ -143,6 +147,29 @@ impl EngineOptions {
     pub fn io_backend(mut self, backend: barracuda_io::Backend) -> Self {
         self.io_backend = backend;
         self
+    }
+
+    /// The file system every database file is opened, created, checked and removed through.
+    /// Default: the operating system's ([`OsFileSystem`](crate::fs::OsFileSystem) on the
+    /// [`io_backend`](Self::io_backend)); setting one makes `io_backend` unused.
+    ///
+    /// A testing and embedding hook: a
+    /// [`FaultyFileSystem`](crate::fs::FaultyFileSystem) injects I/O errors and simulates power
+    /// loss (crash tests), and also serves as an in-memory database. The directory passed to
+    /// [`Engine::open`](crate::Engine::open) is still created on the real file system, for the
+    /// `LOCK` file that keeps a second opener out.
+    #[must_use]
+    pub fn file_system(mut self, fs: Arc<dyn FileSystem>) -> Self {
+        self.file_system = Some(fs);
+        self
+    }
+
+    /// The file system to use: the one set, else the OS's on the chosen back end.
+    pub(crate) fn resolved_file_system(&self) -> Arc<dyn FileSystem> {
+        match &self.file_system {
+            Some(fs) => fs.clone(),
+            None => Arc::new(OsFileSystem::new(self.io_backend)),
+        }
     }
 }
 

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use barracuda_io::{open_file, Backend, OpenOptions, PageFile};
+use barracuda_io::{FileSystem, OpenOptions, PageFile};
 use barracuda_page::{
     seal_page, verify_page, FileHeader, IndexPage, PageError, PageId, PageNo, PageSize, PageType,
     SpaceHeader, SpaceId,
@@ -35,20 +35,42 @@ impl std::fmt::Debug for Tablespace {
 
 impl Tablespace {
     /// Creates the file with page 0 (space header, first extent reserved) and, when `root` is
-    /// given, an empty B-tree root at page 1 of index `root`, then syncs it: a table exists on
-    /// disk complete or not at all, before the catalog names it.
+    /// given, an empty B-tree root at page 1 of index `root`, then syncs it and its directory:
+    /// a table exists on disk complete or not at all, before the catalog names it. On failure
+    /// the file is removed again (nothing names it yet).
     pub(crate) fn create(
+        fs: &dyn FileSystem,
         path: &Path,
         space_id: SpaceId,
         page_size: PageSize,
-        backend: Backend,
         root_index: Option<u64>,
     ) -> Result<Self> {
-        let file = open_file(
-            path,
-            &OpenOptions::new().create(true).truncate(true),
-            backend,
-        )?;
+        let file = fs.open(path, &OpenOptions::new().create(true).truncate(true))?;
+        let result = Self::format(fs, path, &file, space_id, page_size, root_index);
+        if result.is_err() {
+            if let Err(err) = fs.remove(path) {
+                tracing::warn!(%err, "removing a tablespace whose creation failed");
+            }
+        }
+        result?;
+        Ok(Self {
+            space_id,
+            path: path.to_owned(),
+            file,
+            page_size,
+            size_pages: AtomicU32::new(page_size.pages_per_extent()),
+        })
+    }
+
+    /// Writes and syncs the first pages of a new tablespace, then its directory entry.
+    fn format(
+        fs: &dyn FileSystem,
+        path: &Path,
+        file: &Arc<dyn PageFile>,
+        space_id: SpaceId,
+        page_size: PageSize,
+        root_index: Option<u64>,
+    ) -> Result<()> {
         let extent = page_size.pages_per_extent();
         let header = SpaceHeader {
             space_id,
@@ -61,10 +83,10 @@ impl Tablespace {
         header
             .format(&mut page0)
             .map_err(|e| page_error(path, PageId::new(space_id, 0), e))?;
-        let mut writes = vec![(0u64, page0)];
+        let mut writes = Vec::with_capacity(2);
         if let Some(index_id) = root_index {
             let root_id = PageId::new(space_id, 1);
-            barracuda_page::AllocationBitmap::open(&mut writes[0].1[..], page_size)
+            barracuda_page::AllocationBitmap::open(&mut page0[..], page_size)
                 .and_then(|mut bitmap| bitmap.set_used(1, true))
                 .map_err(|e| page_error(path, root_id, e))?;
             let mut root = vec![0u8; page_size.bytes()];
@@ -72,6 +94,7 @@ impl Tablespace {
                 .map_err(|e| page_error(path, root_id, e))?;
             writes.push((page_size.bytes() as u64, root));
         }
+        writes.push((0u64, page0));
         for (_, page) in &mut writes {
             seal_page(page);
         }
@@ -80,23 +103,20 @@ impl Tablespace {
         file.set_len(u64::from(extent) * page_size.bytes() as u64)?;
         file.write_vectored_at(&slices)?;
         file.sync_all()?;
-        Ok(Self {
-            space_id,
-            path: path.to_owned(),
-            file,
-            page_size,
-            size_pages: AtomicU32::new(extent),
-        })
+        if let Some(dir) = path.parent() {
+            fs.sync_dir(dir)?;
+        }
+        Ok(())
     }
 
     /// Opens an existing tablespace, checking its page 0 against the expected id and page size.
     pub(crate) fn open(
+        fs: &dyn FileSystem,
         path: &Path,
         space_id: SpaceId,
         page_size: PageSize,
-        backend: Backend,
     ) -> Result<Self> {
-        let file = open_file(path, &OpenOptions::new(), backend)?;
+        let file = fs.open(path, &OpenOptions::new())?;
         let mut page0 = vec![0u8; page_size.bytes()];
         let id = PageId::new(space_id, 0);
         file.read_at(&mut page0, 0)?;

@@ -1,0 +1,167 @@
+//! The engine's file-system seam: an engine on a `FaultyFileSystem` keeps every database file
+//! there (nothing but `LOCK` on disk), reopens onto the same bytes, reports an injected I/O
+//! error naming the file, and — because it syncs the directories it changes — a table created
+//! or dropped right before a power loss is still created or dropped after it.
+#![expect(
+    clippy::unwrap_used,
+    reason = "shared helpers called from #[test] fns; allow-unwrap-in-tests covers only the fns"
+)]
+
+use std::error::Error as _;
+use std::path::Path;
+use std::sync::Arc;
+
+use barracuda::fs::{FaultError, FaultyFileSystem, FileSystem, OpKind};
+use barracuda::{Engine, EngineOptions, Error, TableOptions};
+
+fn options(fs: &FaultyFileSystem) -> EngineOptions {
+    EngineOptions::default()
+        .buffer_pool_bytes(1 << 20)
+        .file_system(Arc::new(fs.clone()))
+}
+
+/// The error and all its sources, one message each.
+fn chain(err: &Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        text.push_str(" <- ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+#[test]
+fn tables_round_trip_through_close_and_reopen_on_the_faulty_file_system() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = FaultyFileSystem::new();
+    let db = Engine::open(tmp.path(), options(&fs)).unwrap();
+    let a = db.create_table("a", TableOptions::default()).unwrap();
+    let b = db.create_table("b", TableOptions::default()).unwrap();
+    for i in 0..500u32 {
+        db.put(&a, &i.to_be_bytes(), &[1; 100]).unwrap();
+        db.put(&b, &i.to_be_bytes(), &i.to_le_bytes()).unwrap();
+    }
+    db.close().unwrap();
+
+    let on_disk: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        on_disk,
+        ["LOCK"],
+        "every database file went through the seam"
+    );
+    assert!(fs.exists(&tmp.path().join("system.ibs")).unwrap());
+    assert!(fs.exists(&tmp.path().join("tables/a.ibd")).unwrap());
+
+    let db = Engine::open(tmp.path(), options(&fs)).unwrap();
+    assert_eq!(db.list_tables(), ["a", "b"]);
+    let (a, b) = (db.table("a").unwrap(), db.table("b").unwrap());
+    for i in 0..500u32 {
+        assert_eq!(db.get(&a, &i.to_be_bytes()).unwrap(), Some(vec![1; 100]));
+        assert_eq!(
+            db.get(&b, &i.to_be_bytes()).unwrap(),
+            Some(i.to_le_bytes().to_vec())
+        );
+    }
+    db.drop_table("a").unwrap();
+    assert!(!fs.exists(&tmp.path().join("tables/a.ibd")).unwrap());
+    db.close().unwrap();
+}
+
+#[test]
+fn an_injected_read_error_names_the_table_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = FaultyFileSystem::new();
+    let db = Engine::open(tmp.path(), options(&fs)).unwrap();
+    let t = db.create_table("orders", TableOptions::default()).unwrap();
+    db.put(&t, b"k", b"v").unwrap();
+    db.close().unwrap();
+
+    let db = Engine::open(tmp.path(), options(&fs)).unwrap();
+    let t = db.table("orders").unwrap();
+    fs.fail_nth(OpKind::Read, 1, FaultError::Eio);
+    let err = db.get(&t, b"k").unwrap_err();
+    let text = chain(&err);
+    assert!(text.contains("orders.ibd"), "names the file: {text}");
+    assert!(text.contains("read"), "names the operation: {text}");
+    // The failpoint fired once; the same read now succeeds.
+    assert_eq!(db.get(&t, b"k").unwrap(), Some(b"v".to_vec()));
+}
+
+#[test]
+fn an_injected_error_opening_the_catalog_names_system_ibs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = FaultyFileSystem::new();
+    Engine::open(tmp.path(), options(&fs))
+        .unwrap()
+        .close()
+        .unwrap();
+    fs.fail_nth(OpKind::Read, 1, FaultError::Eio);
+    let Err(err) = Engine::open(tmp.path(), options(&fs)) else {
+        panic!("open must fail when reading system.ibs fails");
+    };
+    let text = chain(&err);
+    assert!(text.contains("system.ibs"), "{text}");
+}
+
+#[test]
+fn a_table_created_right_before_a_power_loss_exists_after_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = FaultyFileSystem::new();
+    let db = Engine::open(tmp.path(), options(&fs)).unwrap();
+    db.create_table("t", TableOptions::default()).unwrap();
+    let table_file = tmp.path().join("tables/t.ibd");
+    assert!(
+        fs.is_entry_durable(&table_file),
+        "create_table returned before the tables/ directory was synced"
+    );
+    let report = fs.crash().unwrap();
+    assert!(report.lost_entries.is_empty(), "{report:?}");
+    drop(db); // the crashed "process": its late writes fail and change nothing
+
+    let db = Engine::open(tmp.path(), options(&fs)).unwrap();
+    let t = db.table("t").unwrap();
+    db.put(&t, b"after", b"crash").unwrap();
+    assert_eq!(db.get(&t, b"after").unwrap(), Some(b"crash".to_vec()));
+    db.close().unwrap();
+}
+
+#[test]
+fn a_new_database_survives_a_power_loss_right_after_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = FaultyFileSystem::new();
+    let db = Engine::open(tmp.path(), options(&fs)).unwrap();
+    assert!(fs.is_entry_durable(&tmp.path().join("system.ibs")));
+    fs.crash().unwrap();
+    drop(db);
+    let db = Engine::open(tmp.path(), options(&fs).create_if_missing(false)).unwrap();
+    assert!(db.list_tables().is_empty());
+}
+
+#[test]
+fn a_table_dropped_right_before_a_power_loss_stays_dropped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = FaultyFileSystem::new();
+    let db = Engine::open(tmp.path(), options(&fs)).unwrap();
+    db.create_table("gone", TableOptions::default()).unwrap();
+    db.checkpoint().unwrap();
+    db.drop_table("gone").unwrap();
+    let report = fs.crash().unwrap();
+    assert!(
+        report.restored_entries.is_empty(),
+        "the removal was not synced: {report:?}"
+    );
+    drop(db);
+
+    let db = Engine::open(tmp.path(), options(&fs)).unwrap();
+    assert!(db.list_tables().is_empty());
+    assert!(!fs
+        .exists(Path::new(&tmp.path().join("tables/gone.ibd")))
+        .unwrap());
+    db.create_table("gone", TableOptions::default()).unwrap();
+    db.close().unwrap();
+}
