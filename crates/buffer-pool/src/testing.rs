@@ -1,13 +1,14 @@
 //! Test doubles for code built on the pool (the engine's tests use them too).
 //!
 //! [`MemStore`] is an in-memory [`PageStore`]: a map of page images per space, with counters,
-//! an optional artificial read delay and injectable read failures.
+//! an optional artificial read delay and injectable read failures. It checks the WAL rule as
+//! each page is written, and records every breach for the test to assert on.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::time::Duration;
 
-use barracuda_page::{Lsn, PageId, PageSize, SpaceId};
+use barracuda_page::{page_lsn, Lsn, PageId, PageSize, SpaceId};
 use parking_lot::Mutex;
 
 use crate::{PageStore, StoreError};
@@ -17,6 +18,15 @@ use crate::{PageStore, StoreError};
 /// Pages of a space created with [`create_space`](Self::create_space) that were never written
 /// read as their [`stamp`](Self::stamp): the page's space id and page number (little-endian
 /// `u32`s) in bytes 0..8, zeros elsewhere. Reads outside a space fail.
+///
+/// **WAL rule check.** The page LSN sits where the page format keeps it (bytes 16..24,
+/// [`barracuda_page::page_lsn`]), as a mini-transaction stamps it. Every page handed to
+/// [`write_pages`](PageStore::write_pages) whose LSN is above the highest LSN passed to
+/// [`flush_log_up_to`](PageStore::flush_log_up_to) so far breaks the rule "the log is durable up
+/// to a page's newest change before the page is written" (InnoDB: `buf_flush_write_block_low`
+/// calls `log_write_up_to` first). The write still happens, so the pool's own behaviour is
+/// undisturbed, but the breach is recorded at that moment and returned by
+/// [`wal_violations`](Self::wal_violations), which tests assert is empty.
 pub struct MemStore {
     page_size: PageSize,
     pages: Mutex<HashMap<PageId, Box<[u8]>>>,
@@ -28,6 +38,28 @@ pub struct MemStore {
     write_calls: AtomicU64,
     log_flushed_lsn: AtomicU64,
     read_counts: Mutex<HashMap<PageId, u64>>,
+    wal_violations: Mutex<Vec<WalViolation>>,
+}
+
+/// A page written before the log was durable up to its LSN (see [`MemStore`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct WalViolation {
+    /// The page written.
+    pub page: PageId,
+    /// The LSN in the written image.
+    pub page_lsn: Lsn,
+    /// The log was durable up to this LSN when the page was written.
+    pub durable_lsn: Lsn,
+}
+
+impl std::fmt::Display for WalViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} written with LSN {} while the log was durable only up to {}",
+            self.page, self.page_lsn, self.durable_lsn
+        )
+    }
 }
 
 impl std::fmt::Debug for MemStore {
@@ -54,6 +86,7 @@ impl MemStore {
             write_calls: AtomicU64::new(0),
             log_flushed_lsn: AtomicU64::new(0),
             read_counts: Mutex::new(HashMap::new()),
+            wal_violations: Mutex::new(Vec::new()),
         }
     }
 
@@ -123,6 +156,11 @@ impl MemStore {
         self.log_flushed_lsn.load(SeqCst)
     }
 
+    /// Every write so far of a page whose LSN was above the durable log LSN, in write order.
+    pub fn wal_violations(&self) -> Vec<WalViolation> {
+        self.wal_violations.lock().clone()
+    }
+
     fn in_space(&self, id: PageId) -> bool {
         self.spaces
             .lock()
@@ -171,10 +209,20 @@ impl PageStore for MemStore {
 
     fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<(), StoreError> {
         self.write_calls.fetch_add(1, SeqCst);
+        // The log only grows more durable, so a breach seen against this value is a breach.
+        let durable_lsn = self.log_flushed_lsn.load(SeqCst);
         let mut map = self.pages.lock();
         for &(id, bytes) in pages {
             if bytes.len() != self.page_size.bytes() {
                 return Err(StoreError::new(id, MemStoreError::BadLength(bytes.len())));
+            }
+            let lsn = page_lsn(bytes).unwrap_or(0);
+            if lsn > durable_lsn {
+                self.wal_violations.lock().push(WalViolation {
+                    page: id,
+                    page_lsn: lsn,
+                    durable_lsn,
+                });
             }
             map.insert(id, bytes.into());
             self.pages_written.fetch_add(1, SeqCst);
@@ -189,5 +237,42 @@ impl PageStore for MemStore {
 
     fn space_size_pages(&self, space: SpaceId) -> Option<u32> {
         self.spaces.lock().get(&space).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use barracuda_page::set_page_lsn;
+
+    use super::*;
+
+    #[test]
+    fn a_page_written_ahead_of_the_log_is_a_wal_violation() {
+        let store = MemStore::new(PageSize::K4);
+        store.create_space(1, 10);
+        let (a, b) = (PageId::new(1, 1), PageId::new(1, 2));
+        let mut page = store.stamp(a);
+        set_page_lsn(&mut page, 50);
+        store.flush_log_up_to(50).expect("log");
+        store.write_pages(&[(a, &page)]).expect("write");
+        assert_eq!(
+            store.wal_violations(),
+            vec![],
+            "log durable up to the page LSN"
+        );
+        set_page_lsn(&mut page, 51);
+        store.write_pages(&[(b, &page)]).expect("write");
+        let expected = WalViolation {
+            page: b,
+            page_lsn: 51,
+            durable_lsn: 50,
+        };
+        assert_eq!(store.wal_violations(), vec![expected]);
+        assert!(expected.to_string().contains("LSN 51"), "{expected}");
+        assert_eq!(
+            store.page(b).expect("in space"),
+            page,
+            "the write still happened"
+        );
     }
 }

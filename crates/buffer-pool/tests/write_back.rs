@@ -1,9 +1,11 @@
-//! Dirty pages reach the store with their content, oldest modification first, after the log
-//! (WAL rule); `flush_all` leaves nothing dirty; `discard_space` drops pages without writing.
+//! Dirty pages reach the store with their content, oldest modification first, and never before
+//! the log is durable up to their LSN (the WAL rule, checked by the store at each write);
+//! `flush_all` leaves nothing dirty; `discard_space` drops pages without writing.
 mod common;
 
 use barracuda_buffer_pool::FreePagePolicy;
-use common::{pid, read_u64, setup, small_config, wait_for};
+use barracuda_page::page_lsn;
+use common::{assert_wal_rule_kept, commit_change, pid, read_u64, setup, small_config, wait_for};
 
 #[test]
 fn dirty_page_written_back_on_eviction() {
@@ -16,7 +18,7 @@ fn dirty_page_written_back_on_eviction() {
         {
             let mut g = pool.get_exclusive(pid(0)).unwrap();
             g[100..108].copy_from_slice(&0xdead_beef_u64.to_le_bytes());
-            g.mark_dirty(77);
+            commit_change(&mut g, 77);
         }
         // Clean victims are preferred; the dirty page is written by an LRU batch (or a
         // single-page flush) while the working set keeps cycling.
@@ -35,10 +37,12 @@ fn dirty_page_written_back_on_eviction() {
         }
         let img = store.page(pid(0)).unwrap();
         assert_eq!(read_u64(&img, 100), 0xdead_beef, "{policy}");
-        assert!(
-            store.log_flushed_lsn() >= 77,
-            "WAL rule: log flushed before the page"
+        assert_eq!(
+            page_lsn(&img),
+            Some(77),
+            "{policy}: the store checked LSN 77"
         );
+        assert_wal_rule_kept(&store);
         let g = pool.get_shared(pid(0)).unwrap();
         assert_eq!(read_u64(&g, 100), 0xdead_beef);
         assert_eq!(store.reads_of(pid(0)), 2, "{policy}: evicted and read back");
@@ -54,28 +58,31 @@ fn flush_list_is_ordered_by_oldest_modification() {
     for (p, lsn) in [(1, 30), (2, 10), (3, 20)] {
         let mut g = pool.get_exclusive(pid(p)).unwrap();
         g[200] = p as u8;
-        g.mark_dirty(lsn);
+        commit_change(&mut g, lsn);
     }
     {
         // Re-dirtying keeps the oldest modification.
         let mut g = pool.get_exclusive(pid(2)).unwrap();
-        g.mark_dirty(40);
+        commit_change(&mut g, 40);
         assert_eq!(g.newest_modification(), 40);
         assert!(g.is_dirty());
     }
     assert_eq!(pool.oldest_modification(), Some(10));
     assert_eq!(pool.flush_list_batch(1).unwrap(), 1);
-    assert_eq!(store.page(pid(2)).unwrap()[200], 2);
-    assert_eq!(store.page(pid(1)).unwrap()[200], 0);
-    assert!(
-        store.log_flushed_lsn() >= 40,
-        "newest LSN of the written page"
+    let img = store.page(pid(2)).unwrap();
+    assert_eq!(img[200], 2);
+    assert_eq!(
+        page_lsn(&img),
+        Some(40),
+        "written with its newest LSN, which the log had to reach first"
     );
+    assert_eq!(store.page(pid(1)).unwrap()[200], 0);
     assert_eq!(pool.oldest_modification(), Some(20));
     assert_eq!(pool.flush_list_batch(1).unwrap(), 1);
     assert_eq!(store.page(pid(3)).unwrap()[200], 3);
     assert_eq!(pool.oldest_modification(), Some(30));
     assert_eq!(pool.stats().dirty_pages, 1);
+    assert_wal_rule_kept(&store);
 }
 
 #[test]
@@ -84,7 +91,7 @@ fn flush_all_leaves_no_dirty_pages() {
     for p in 0..50 {
         let mut g = pool.get_exclusive(pid(p)).unwrap();
         g[300] = 0xaa;
-        g.mark_dirty(u64::from(p) + 1);
+        commit_change(&mut g, u64::from(p) + 1);
     }
     assert_eq!(pool.stats().dirty_pages, 50);
     pool.flush_all().unwrap();
@@ -93,9 +100,11 @@ fn flush_all_leaves_no_dirty_pages() {
     assert_eq!(pool.oldest_modification(), None);
     assert_eq!(stats.pages_written_flush_list, 50);
     for p in 0..50 {
-        assert_eq!(store.page(pid(p)).unwrap()[300], 0xaa);
+        let img = store.page(pid(p)).unwrap();
+        assert_eq!(img[300], 0xaa);
+        assert_eq!(page_lsn(&img), Some(u64::from(p) + 1));
     }
-    assert!(store.log_flushed_lsn() >= 50);
+    assert_wal_rule_kept(&store);
 }
 
 #[test]
@@ -107,7 +116,7 @@ fn discard_space_drops_pages_without_writing() {
             .get_exclusive(barracuda_page::PageId::new(2, p))
             .unwrap();
         g[0] = 0xff;
-        g.mark_dirty(5);
+        commit_change(&mut g, 5);
     }
     drop(pool.get_shared(pid(1)).unwrap());
     // A pinned page of the space is dropped too, once unpinned.

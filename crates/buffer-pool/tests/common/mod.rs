@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use barracuda_buffer_pool::testing::MemStore;
-use barracuda_buffer_pool::{BufferPool, PoolConfig, PoolStats};
-use barracuda_page::{PageId, PageSize};
+use barracuda_buffer_pool::{BufferPool, ExclusiveGuard, PoolConfig, PoolStats};
+use barracuda_page::{set_page_lsn, Lsn, PageId, PageSize};
 
 /// A store with space 1 of `pages` pages and a pool over it.
 pub fn setup(config: PoolConfig, pages: u32) -> (Arc<MemStore>, Arc<BufferPool>) {
@@ -25,6 +25,21 @@ pub fn small_config(pages: usize) -> PoolConfig {
 
 pub fn pid(page_no: u32) -> PageId {
     PageId::new(1, page_no)
+}
+
+/// Records a change made under `g` at `lsn` as a mini-transaction commit does: the page LSN in
+/// the header (which the store's WAL check reads), then the page marked dirty.
+pub fn commit_change(g: &mut ExclusiveGuard<'_>, lsn: Lsn) {
+    set_page_lsn(g, lsn);
+    g.mark_dirty(lsn);
+}
+
+/// Fails if the store ever wrote a page before the log was durable up to its LSN.
+pub fn assert_wal_rule_kept(store: &MemStore) {
+    let violations = store.wal_violations();
+    if let Some(first) = violations.first() {
+        panic!("WAL rule broken {} times, first: {first}", violations.len());
+    }
 }
 
 /// Waits (bounded) until `cond` holds on the pool's stats.
