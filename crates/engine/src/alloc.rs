@@ -97,7 +97,11 @@ impl PageAllocator for SpaceAllocator {
                 found = candidate
                     .filter(|&bit| bit < limit)
                     .map(|bit| region_start + bit);
-                region_start += per_bitmap;
+                // A space header claiming nearly 2^32 pages must end the scan, not wrap it.
+                let Some(next) = region_start.checked_add(per_bitmap) else {
+                    break;
+                };
+                region_start = next;
             }
         }
         let page_no = if let Some(page_no) = found {
@@ -110,21 +114,21 @@ impl PageAllocator for SpaceAllocator {
                     .checked_add(page_size.pages_per_extent())
                     .ok_or_else(|| alloc_err(space, "tablespace is at its maximum size"))?;
                 let mut first_free = old_size;
-                let mut region = bitmap_page_for(old_size, page_size);
-                if region < old_size {
-                    region += per_bitmap;
+                let mut region = Some(bitmap_page_for(old_size, page_size));
+                if region.is_some_and(|r| r < old_size) {
+                    region = region.and_then(|r| r.checked_add(per_bitmap));
                 }
-                while region < new_size {
-                    let id = PageId::new(space, region);
+                while let Some(region_no) = region.filter(|&r| r < new_size) {
+                    let id = PageId::new(space, region_no);
                     let mut guard = self.pool.create(id)?;
-                    format_bitmap_page(&mut guard, page_size, space, region)
+                    format_bitmap_page(&mut guard, page_size, space, region_no)
                         .map_err(|source| BTreeError::Page { page: id, source })?;
-                    if first_free == region {
+                    if first_free == region_no {
                         first_free += 1;
                     }
                     // Kept latched beside the others: `set_bit` below may need it.
                     other_bitmaps.push(guard);
-                    region += per_bitmap;
+                    region = region_no.checked_add(per_bitmap);
                 }
                 tablespace
                     .grow_to(new_size)
@@ -134,7 +138,7 @@ impl PageAllocator for SpaceAllocator {
             }
         };
         self.set_bit(&mut header_guard, &mut other_bitmaps, space, page_no, true)?;
-        header.free_hint = page_no + 1;
+        header.free_hint = page_no.saturating_add(1);
         header.write(&mut header_guard);
         mtr.changed(header_guard);
         for guard in other_bitmaps {
@@ -201,15 +205,14 @@ impl SpaceAllocator {
         let buf: &mut [u8] = if region == 0 {
             &mut header_guard[..]
         } else {
-            let pos = if let Some(pos) = others.iter().position(|g| g.page_id() == bitmap_id) {
-                pos
-            } else {
-                {
-                    others.push(self.pool.get_exclusive(bitmap_id)?);
-                    others.len() - 1
-                }
-            };
-            &mut others[pos][..]
+            if !others.iter().any(|g| g.page_id() == bitmap_id) {
+                others.push(self.pool.get_exclusive(bitmap_id)?);
+            }
+            others
+                .iter_mut()
+                .find(|g| g.page_id() == bitmap_id)
+                .map(|g| &mut g[..])
+                .ok_or_else(|| alloc_err(space, "bitmap page latched but not found"))?
         };
         let mut bitmap =
             AllocationBitmap::open(buf, page_size).map_err(|source| BTreeError::Page {

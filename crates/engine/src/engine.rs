@@ -17,7 +17,9 @@ use barracuda_page::{CatalogEntry, PageSize};
 use crate::alloc::SpaceAllocator;
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
-use crate::layout::{table_path, LOCK_FILE, SYSTEM_FILE, TABLES_DIR};
+use crate::layout::{
+    is_valid_table_name, table_path, LOCK_FILE, SYSTEM_FILE, TABLES_DIR, TABLE_NAME_RULE,
+};
 use crate::options::{EngineOptions, TableOptions};
 use crate::status::{EngineStatus, TableStatus};
 use crate::store::SpaceRegistry;
@@ -151,8 +153,23 @@ impl Engine {
                     entry.compression_level,
                 ),
             )?;
-            let path = table_path(&dir, &entry.name);
+            // Catalog::open refused invalid names; this keeps the path inside `dir` regardless.
+            let path = table_path(&dir, &entry.name).ok_or_else(|| Error::Corrupt {
+                file: system_path.clone(),
+                what: format!("table name {:?} is not {TABLE_NAME_RULE}", entry.name),
+            })?;
             let space = Arc::new(Tablespace::open(&*fs, &path, entry.space_id, page_size)?);
+            if entry.root_page_no == 0 || entry.root_page_no >= space.size_pages() {
+                return Err(Error::Corrupt {
+                    file: system_path,
+                    what: format!(
+                        "table {:?}: root page {} is not inside its {} pages",
+                        entry.name,
+                        entry.root_page_no,
+                        space.size_pages()
+                    ),
+                });
+            }
             spaces.insert(space);
             let tree = BTree::open(
                 ctx.clone(),
@@ -215,7 +232,10 @@ impl Engine {
         }
         let space_id = catalog.next_space_id;
         let index_id = catalog.next_index_id;
-        let path = table_path(&self.inner.dir, name);
+        let path = table_path(&self.inner.dir, name).ok_or_else(|| Error::InvalidTableName {
+            name: name.to_owned(),
+            why: TABLE_NAME_RULE,
+        })?;
         let space = Arc::new(Tablespace::create(
             &*self.inner.options.resolved_file_system(),
             &path,
@@ -503,18 +523,12 @@ fn lock_dir(dir: &Path) -> Result<File> {
 }
 
 fn check_table_name(name: &str) -> Result<()> {
-    let why = "1 to 64 bytes of ASCII letters, digits, '_' and '-'";
-    let ok = !name.is_empty()
-        && name.len() <= barracuda_page::catalog::MAX_NAME_LEN
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if ok {
+    if is_valid_table_name(name) {
         Ok(())
     } else {
         Err(Error::InvalidTableName {
             name: name.to_owned(),
-            why,
+            why: TABLE_NAME_RULE,
         })
     }
 }

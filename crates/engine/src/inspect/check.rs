@@ -11,8 +11,8 @@ use barracuda_page::{
 
 use super::bitmap::{check_reachable, read_bitmaps};
 use super::tree_walk::walk_tree;
-use super::{PageReader, TableReport};
-use crate::layout::table_path;
+use super::{PageReader, Problem, TableReport};
+use crate::layout::{table_path, SYSTEM_FILE, TABLE_NAME_RULE};
 
 /// What the sequential pass learnt about one page.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -42,8 +42,20 @@ pub(super) fn scan_table(dir: &Path, entry: &CatalogEntry, page_size: PageSize) 
         space_id: entry.space_id,
         index_id: entry.index_id,
         root_page_no: entry.root_page_no,
-        file: path.clone(),
+        file: path.clone().unwrap_or_else(|| dir.join(SYSTEM_FILE)),
         ..TableReport::default()
+    };
+    // A crafted catalog must not make the checker open files outside the directory.
+    let Some(path) = path else {
+        report.problems.push(Problem {
+            file: dir.join(SYSTEM_FILE),
+            page_no: None,
+            reason: format!(
+                "catalog names a table {:?}; a table name is {TABLE_NAME_RULE} (file not opened)",
+                entry.name
+            ),
+        });
+        return report;
     };
     let reader = match PageReader::open(&path, page_size) {
         Ok(r) => r,

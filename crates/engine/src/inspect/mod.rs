@@ -37,7 +37,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use crate::layout::{table_path, TABLES_DIR};
+use crate::layout::{table_path, TABLES_DIR, TABLE_NAME_RULE};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -159,7 +159,11 @@ pub fn decode_page(dir: impl AsRef<Path>, table: &str, page_no: PageNo) -> Resul
             .iter()
             .find(|e| e.name == table)
             .ok_or_else(|| Error::NoSuchTable(table.to_owned()))?;
-        (table_path(dir, &entry.name), entry.space_id)
+        let path = table_path(dir, &entry.name).ok_or_else(|| Error::InvalidTableName {
+            name: entry.name.clone(),
+            why: TABLE_NAME_RULE,
+        })?;
+        (path, entry.space_id)
     };
     let file = PageReader::open(&path, page_size).map_err(|p| Error::Corrupt {
         file: path.clone(),
