@@ -8,7 +8,7 @@
 //! copy with the highest generation wins. A crash in the middle of a catalog write therefore
 //! leaves the previous catalog in force: DDL is atomic without the redo log.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -19,6 +19,7 @@ use barracuda_page::{
 };
 
 use crate::error::{Error, Result};
+use crate::layout::{is_valid_table_name, TABLE_NAME_RULE};
 use crate::tablespace::page_error;
 
 /// The system tablespace's id.
@@ -107,10 +108,12 @@ impl Catalog {
                 what: "no valid catalog copy".into(),
             });
         };
-        let mut entries = BTreeMap::new();
-        for entry in best.entries {
-            entries.insert(entry.name.clone(), entry);
-        }
+        check_copy(path, &best)?;
+        let entries = best
+            .entries
+            .into_iter()
+            .map(|entry| (entry.name.clone(), entry))
+            .collect();
         Ok(Self {
             file,
             path: path.to_owned(),
@@ -185,6 +188,65 @@ impl Catalog {
         self.generation = generation;
         Ok(())
     }
+}
+
+/// Refuses a catalog whose bytes pass their checksums but could make the engine leave the
+/// database directory or hand out an id twice: every name must be a valid table name
+/// (`layout::is_valid_table_name`, the rule of `create_table`), names, space ids and index ids
+/// unique, ids non-zero (0 is the system space and "no index"), root pages past page 0, and the
+/// next ids above every id in use.
+fn check_copy(path: &Path, copy: &CatalogCopy) -> Result<()> {
+    let corrupt = |what: String| {
+        Err(Error::Corrupt {
+            file: path.to_owned(),
+            what,
+        })
+    };
+    let mut names = HashSet::new();
+    let mut spaces = HashSet::new();
+    let mut indexes = HashSet::new();
+    for e in &copy.entries {
+        if !is_valid_table_name(&e.name) {
+            return corrupt(format!(
+                "catalog names a table {:?}; a table name is {TABLE_NAME_RULE}",
+                e.name
+            ));
+        }
+        if !names.insert(e.name.as_str()) {
+            return corrupt(format!("catalog names table {:?} twice", e.name));
+        }
+        if e.space_id == SYSTEM_SPACE || !spaces.insert(e.space_id) {
+            return corrupt(format!(
+                "table {:?} has space id {}, which is the system space's or another table's",
+                e.name, e.space_id
+            ));
+        }
+        if e.index_id == 0 || !indexes.insert(e.index_id) {
+            return corrupt(format!(
+                "table {:?} has index id {}, which is 0 or another table's",
+                e.name, e.index_id
+            ));
+        }
+        if e.root_page_no == 0 || e.root_page_no == FIL_NULL {
+            return corrupt(format!(
+                "table {:?} has root page {}, not an index page",
+                e.name, e.root_page_no
+            ));
+        }
+    }
+    if let Some(max) = spaces.iter().max().filter(|&&m| m >= copy.next_space_id) {
+        return corrupt(format!(
+            "next space id {} is not above space id {max} in use",
+            copy.next_space_id
+        ));
+    }
+    if let Some(max) = indexes.iter().max().filter(|&&m| m >= copy.next_index_id) {
+        return corrupt(format!(
+            "next index id {} is not above index id {max} in use",
+            copy.next_index_id
+        ));
+    }
+    Ok(())
 }
 
 /// Page number of the `k`-th page of catalog copy `copy` (0 = A on odd pages, 1 = B on even).

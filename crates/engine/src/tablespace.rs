@@ -122,6 +122,18 @@ impl Tablespace {
         file.read_at(&mut page0, 0)?;
         verify_page(&page0, id, page_size).map_err(|e| page_error(path, id, e))?;
         let header = SpaceHeader::read(&page0, page_size).map_err(|e| page_error(path, id, e))?;
+        // The allocator trusts size_in_pages: pages below it must be readable. A file longer
+        // than the header says is an extension not yet recorded, and harmless.
+        let file_pages = file.len()? / page_size.bytes() as u64;
+        if header.size_in_pages == 0 || u64::from(header.size_in_pages) > file_pages {
+            return Err(Error::Corrupt {
+                file: path.to_owned(),
+                what: format!(
+                    "space header says {} pages but the file holds {file_pages} whole pages",
+                    header.size_in_pages
+                ),
+            });
+        }
         Ok(Self {
             space_id,
             path: path.to_owned(),
