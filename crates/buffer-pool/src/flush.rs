@@ -51,7 +51,7 @@ impl<'a> Claimed<'a> {
 impl Drop for Claimed<'_> {
     fn drop(&mut self) {
         for &f in &self.frames {
-            let d = &self.inner.frames[f as usize].desc;
+            let d = &self.inner.frames.frame(f).desc;
             d.flushing.store(false, SeqCst);
             d.unpin();
         }
@@ -70,7 +70,7 @@ impl Inner {
     /// Claims `f` for writing if it is a valid dirty page nobody is writing. The caller holds
     /// the LRU or the flush-list mutex, which keeps evictors away while the pin is taken.
     pub(crate) fn claim_for_flush(&self, claimed: &mut Claimed<'_>, f: u32) -> bool {
-        let d = &self.frames[f as usize].desc;
+        let d = &self.frames.frame(f).desc;
         if d.state() != State::Valid || !d.is_dirty() {
             return false;
         }
@@ -95,7 +95,7 @@ impl Inner {
     ) -> Result<usize, PoolError> {
         let mut latched = Vec::with_capacity(claimed.len());
         for &f in &claimed.frames {
-            let frame = &self.frames[f as usize];
+            let frame = &self.frames.frame(f);
             let guard = if wait_latch {
                 Some(frame.latch.read())
             } else {
@@ -113,7 +113,7 @@ impl Inner {
         }
         let newest = latched
             .iter()
-            .map(|(f, ..)| self.frames[*f as usize].desc.newest())
+            .map(|(f, ..)| self.frames.frame(*f).desc.newest())
             .max()
             .unwrap_or(0);
         self.store.flush_log_up_to(newest)?;
@@ -128,7 +128,7 @@ impl Inner {
             let mut fl = self.flush_list.lock();
             for (f, _, modify_count, _) in &latched {
                 // Under the S latch nobody can have changed the page, but say what we rely on.
-                if self.frames[*f as usize].desc.modify_count.load(SeqCst) == *modify_count {
+                if self.frames.frame(*f).desc.modify_count.load(SeqCst) == *modify_count {
                     self.mark_clean_locked(&mut fl, *f);
                 }
             }
@@ -167,7 +167,7 @@ impl Inner {
         let snapshot: Vec<(u32, u64)> = {
             let fl = self.flush_list.lock();
             fl.iter()
-                .map(|(_, f)| (f, self.frames[f as usize].desc.dirty_epoch.load(SeqCst)))
+                .map(|(_, f)| (f, self.frames.frame(f).desc.dirty_epoch.load(SeqCst)))
                 .collect()
         };
         for chunk in snapshot.chunks(FLUSH_ALL_CHUNK) {
@@ -178,7 +178,7 @@ impl Inner {
                 {
                     let _fl = self.flush_list.lock();
                     for &(f, epoch) in &todo {
-                        let d = &self.frames[f as usize].desc;
+                        let d = &self.frames.frame(f).desc;
                         if !d.is_dirty() || d.dirty_epoch.load(SeqCst) != epoch {
                             continue; // written (and maybe re-dirtied) since the snapshot
                         }
@@ -253,13 +253,13 @@ impl Inner {
             let ids: Vec<(u32, PageId)> = claimed
                 .frames
                 .iter()
-                .map(|&f| (f, self.frames[f as usize].desc.page_id()))
+                .map(|&f| (f, self.frames.frame(f).desc.page_id()))
                 .collect();
             self.write_claimed(claimed, FlushKind::Lru, false)?;
             let mut lists = self.lists.lock();
             for (f, id) in ids {
                 if lists.lru.contains(f)
-                    && self.frames[f as usize].desc.page_id() == id
+                    && self.frames.frame(f).desc.page_id() == id
                     && self.try_evict_locked(&mut lists, f, Evictor::Manager)
                 {
                     lists.free.push(f, &self.free_len);
@@ -298,14 +298,14 @@ impl Inner {
             inc(&self.counters.single_page_flush_failures);
             return Ok(None);
         };
-        let id = self.frames[f as usize].desc.page_id();
+        let id = self.frames.frame(f).desc.page_id();
         if self.write_claimed(claimed, FlushKind::SinglePage, false)? == 0 {
             inc(&self.counters.single_page_flush_failures);
             return Ok(None);
         }
         let mut lists = self.lists.lock();
         if lists.lru.contains(f)
-            && self.frames[f as usize].desc.page_id() == id
+            && self.frames.frame(f).desc.page_id() == id
             && self.try_evict_locked(&mut lists, f, Evictor::User)
         {
             return Ok(Some(f));

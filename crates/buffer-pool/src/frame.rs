@@ -3,9 +3,10 @@
 //!
 //! InnoDB: `buf_chunk_init` carves a large allocation into frames. We reserve every frame in a
 //! single `mmap(MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)`: the kernel backs a page with
-//! zeroed memory only when it is first touched, so creating and dropping a pool costs the same
-//! at 64 MiB as at 32 GiB (allocating and zeroing every frame up front took 18 s at 8 GiB,
-//! `benches/benches/open_close.rs`), and pages never used never cost memory.
+//! zeroed memory only when it is first touched, and each frame's latch and descriptor are built
+//! a chunk at a time when first used, so creating and dropping a pool costs the same at 64 MiB
+//! as at 32 GiB (allocating and zeroing every frame up front took 18 s at 8 GiB,
+//! `benches/benches/open_close.rs`), and frames never used never cost memory.
 #![expect(
     unsafe_code,
     reason = "frames live in one mmap()ed reservation (measured: Engine::open at 8 GiB 18 s -> ms)"
@@ -14,6 +15,7 @@
 use std::io;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
+use std::sync::OnceLock;
 
 use barracuda_page::PageSize;
 use parking_lot::RwLock;
@@ -120,19 +122,24 @@ pub(crate) struct Frame {
     pub(crate) desc: Descriptor,
 }
 
-/// Every frame of a pool and the memory they live in. Derefs to the frames, indexed by frame
-/// number (`0..len`).
+/// log2 of the frames per chunk of [`Frames`]: 1024 frames' metadata (~100 KiB) are built at once.
+const CHUNK_SHIFT: u32 = 10;
+const CHUNK_FRAMES: usize = 1 << CHUNK_SHIFT;
+
+/// Every frame of a pool and the memory they live in, numbered `0..count`.
+///
+/// The frames' metadata (latch, descriptor: ~100 bytes each) is built a chunk of
+/// [`CHUNK_FRAMES`] at a time when a frame of the chunk is first asked for, as InnoDB's
+/// `buf_chunk_t` groups blocks; building it all up front cost 200 ms at 32 GiB. The free list
+/// hands frames out in ascending order, so chunks come into use one after the other.
 pub(crate) struct Frames {
     // Field order matters: the frames (holding pointers into `memory`) are dropped before
     // `memory` is unmapped.
-    frames: Box<[Frame]>,
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "held for its Drop, which unmaps the frames' memory"
-        )
-    )]
+    chunks: Box<[OnceLock<Box<[Frame]>>]>,
+    count: usize,
+    page: usize,
+    /// Offset of frame 0 in `memory` (the first page-aligned address).
+    start: usize,
     memory: Reservation,
 }
 
@@ -144,13 +151,13 @@ impl Frames {
     /// the kernel refuses the reservation.
     pub(crate) fn new(page_size: PageSize, count: usize) -> Result<Self, PoolError> {
         let page = page_size.bytes();
-        // mmap aligns to the OS page (4 KiB on x86-64), which may be smaller than a database
-        // page: reserve one page more and start the frames at the first page-aligned address.
         let error = |source| PoolError::FrameMemory {
             frames: count,
             page_size,
             source,
         };
+        // mmap aligns to the OS page (4 KiB on x86-64), which may be smaller than a database
+        // page: reserve one page more and start the frames at the first page-aligned address.
         let bytes = count
             .checked_mul(page)
             .and_then(|b| b.checked_add(page))
@@ -162,18 +169,42 @@ impl Frames {
             })?;
         let memory = Reservation::new(bytes).map_err(error)?;
         let start = memory.base.as_ptr().align_offset(page);
-        let frames = (0..count)
-            .map(|i| Frame {
-                latch: RwLock::new(FrameBuf {
-                    // SAFETY: `start < page` and the reservation is `(count + 1) * page` bytes,
-                    // so the offset stays inside it.
-                    ptr: unsafe { memory.base.add(start + i * page) },
-                    len: page,
-                }),
-                desc: Descriptor::new(),
-            })
-            .collect();
-        Ok(Self { frames, memory })
+        Ok(Self {
+            chunks: (0..count.div_ceil(CHUNK_FRAMES))
+                .map(|_| OnceLock::new())
+                .collect(),
+            count,
+            page,
+            start,
+            memory,
+        })
+    }
+
+    /// Chunk `c`'s frames, built on first use.
+    fn chunk(&self, c: usize) -> Option<&[Frame]> {
+        let cell = self.chunks.get(c)?;
+        Some(cell.get_or_init(|| {
+            let first = c * CHUNK_FRAMES;
+            let end = (first + CHUNK_FRAMES).min(self.count);
+            (first..end)
+                .map(|i| Frame {
+                    latch: RwLock::new(FrameBuf {
+                        // SAFETY: `start < page` and the reservation is `(count + 1) * page`
+                        // bytes, so frame `i < count` lies inside it. `OnceLock` runs this at
+                        // most once to completion per chunk (a panicking run drops what it
+                        // built), so each frame's range gets exactly one `FrameBuf`.
+                        ptr: unsafe { self.memory.base.add(self.start + i * self.page) },
+                        len: self.page,
+                    }),
+                    desc: Descriptor::new(),
+                })
+                .collect()
+        }))
+    }
+
+    /// Frame `f`, or `None` if `f` is not below the frame count.
+    pub(crate) fn get(&self, f: usize) -> Option<&Frame> {
+        self.chunk(f >> CHUNK_SHIFT)?.get(f & (CHUNK_FRAMES - 1))
     }
 
     /// Frame `f`.
@@ -182,17 +213,23 @@ impl Frames {
     /// from its own free list, LRU list, flush list or page hash, which hold only numbers of
     /// this pool's frames, so this is an internal invariant, not a reachable error.
     pub(crate) fn frame(&self, f: u32) -> &Frame {
-        self.frames
-            .get(f as usize)
+        self.get(f as usize)
             .expect("frame numbers come from the pool's own lists and are below its capacity")
     }
-}
 
-impl Deref for Frames {
-    type Target = [Frame];
-
-    fn deref(&self) -> &[Frame] {
-        &self.frames
+    /// The frames whose metadata exists, with their numbers, in ascending order. A frame not
+    /// listed was never handed out: it is `Free` and holds no page.
+    pub(crate) fn in_use(&self) -> impl Iterator<Item = (u32, &Frame)> {
+        self.chunks
+            .iter()
+            .enumerate()
+            .filter_map(|(c, cell)| Some((c * CHUNK_FRAMES, cell.get()?)))
+            .flat_map(|(first, frames)| {
+                frames
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, frame)| ((first + i) as u32, frame))
+            })
     }
 }
 
@@ -220,32 +257,53 @@ mod tests {
 
     #[test]
     fn frames_are_page_aligned_sized_disjoint_and_zeroed() {
+        // Two chunks; the frames checked include both sides of the chunk boundary and the last.
+        let count = CHUNK_FRAMES + 8;
+        let checked: Vec<u32> = (0..8)
+            .chain(CHUNK_FRAMES - 8..count)
+            .map(|f| f as u32)
+            .collect();
+        let stamp = |f: u32| (f % 251) as u8 + 1;
         for size in PageSize::ALL {
-            let frames = Frames::new(size, 16).expect("reserve 16 frames");
-            assert_eq!(frames.len(), 16);
-            for (i, frame) in frames.iter().enumerate() {
-                let mut buf = frame.latch.write();
+            let frames = Frames::new(size, count).expect("reserve frames");
+            for &f in &checked {
+                let mut buf = frames.frame(f).latch.write();
                 assert_eq!(buf.len(), size.bytes(), "{size}");
-                assert_eq!(buf.as_ptr() as usize % size.bytes(), 0, "{size} frame {i}");
-                assert!(buf.iter().all(|&b| b == 0), "{size} frame {i} not zeroed");
+                assert_eq!(buf.as_ptr() as usize % size.bytes(), 0, "{size} frame {f}");
+                assert!(buf.iter().all(|&b| b == 0), "{size} frame {f} not zeroed");
                 // Stamp each frame; the check below proves no frame overlaps another.
-                buf.fill(i as u8 + 1);
+                buf.fill(stamp(f));
             }
-            for (i, frame) in frames.iter().enumerate() {
-                let buf = frame.latch.read();
-                assert!(buf.iter().all(|&b| b == i as u8 + 1), "{size} frame {i}");
+            for &f in &checked {
+                let buf = frames.frame(f).latch.read();
+                assert!(buf.iter().all(|&b| b == stamp(f)), "{size} frame {f}");
             }
-            assert!(std::ptr::eq(
-                frames.frame(7),
-                frames.get(7).expect("16 frames")
-            ));
+            assert_eq!(frames.in_use().count(), count, "both chunks built");
+            assert!(frames.get(count).is_none());
         }
+    }
+
+    #[test]
+    fn frame_metadata_is_built_a_chunk_at_a_time_on_first_use() {
+        // 64 GiB of 64 KiB frames: nothing but the chunk table exists until a frame is used.
+        let frames = Frames::new(PageSize::K64, 1 << 20).expect("reserve 64 GiB");
+        assert_eq!(frames.in_use().count(), 0);
+        let f = 3 * CHUNK_FRAMES as u32 + 17;
+        assert!(std::ptr::eq(
+            frames.frame(f),
+            frames.get(f as usize).expect("in range")
+        ));
+        let in_use: Vec<u32> = frames.in_use().map(|(f, _)| f).collect();
+        let chunk = 3 * CHUNK_FRAMES as u32..4 * CHUNK_FRAMES as u32;
+        assert_eq!(in_use, chunk.collect::<Vec<_>>());
     }
 
     #[test]
     fn memory_is_backed_only_when_touched() {
         // 1 GiB of 16 KiB frames: reserving it must not make any of it resident.
         let frames = Frames::new(PageSize::K16, 65_536).expect("reserve 1 GiB");
+        // Building a chunk's metadata does not touch the chunk's memory either.
+        assert_eq!(frames.frame(40_001).desc.pins(), 0);
         assert_eq!(resident_bytes(&frames), 0);
         frames.frame(40_000).latch.write().fill(1);
         let resident = resident_bytes(&frames);

@@ -111,12 +111,14 @@ impl<'a> ExclusiveGuard<'a> {
 
     /// Whether the page has changes not yet written.
     pub fn is_dirty(&self) -> bool {
-        self.inner.frames[self.frame as usize].desc.is_dirty()
+        self.inner.frames.frame(self.frame).desc.is_dirty()
     }
 
     /// The newest modification LSN recorded with [`mark_dirty`](Self::mark_dirty).
     pub fn newest_modification(&self) -> Lsn {
-        self.inner.frames[self.frame as usize]
+        self.inner
+            .frames
+            .frame(self.frame)
             .desc
             .newest_lsn
             .load(SeqCst)

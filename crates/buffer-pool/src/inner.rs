@@ -22,7 +22,7 @@ use crate::flush_list::FlushList;
 use crate::frame::Frames;
 use crate::free_list::FreeList;
 use crate::guard::{ExclusiveGuard, Pin, SharedGuard};
-use crate::lru::{Lru, NIL, OLD_RATIO_DIV};
+use crate::lru::{Lru, OldFlags, NIL, OLD_RATIO_DIV};
 use crate::manager::ManagerSignal;
 use crate::page_hash::{remove_locked, PageHash};
 use crate::read_ahead::ReadAheadQueue;
@@ -54,7 +54,7 @@ pub(crate) struct Inner {
     pub(crate) hash: PageHash,
     pub(crate) lists: Mutex<Lists>,
     /// The LRU's old flags, readable without `lists`.
-    pub(crate) old_flags: Arc<[AtomicBool]>,
+    pub(crate) old_flags: Arc<OldFlags>,
     /// Mirror of the free list length.
     pub(crate) free_len: AtomicUsize,
     /// Mirror of `Lists::freed_page_clock`.
@@ -192,7 +192,7 @@ impl Inner {
         inc(&self.counters.page_requests);
         loop {
             if let Some(f) = self.hash.lookup_pin(id, &self.frames) {
-                let frame = &self.frames[f as usize];
+                let frame = &self.frames.frame(f);
                 let pin = Pin::new(&frame.desc);
                 let latch = frame.latch.read();
                 if frame.desc.state() == State::Valid && frame.desc.page_id() == id {
@@ -212,7 +212,7 @@ impl Inner {
         inc(&self.counters.page_requests);
         loop {
             if let Some(f) = self.hash.lookup_pin(id, &self.frames) {
-                let frame = &self.frames[f as usize];
+                let frame = &self.frames.frame(f);
                 let pin = Pin::new(&frame.desc);
                 let latch = frame.latch.write();
                 if frame.desc.state() == State::Valid && frame.desc.page_id() == id {
@@ -240,7 +240,7 @@ impl Inner {
         let Some((pin, latch)) = self.read_into_frame(f, id)? else {
             return Ok(None);
         };
-        let frame = &self.frames[f as usize];
+        let frame = &self.frames.frame(f);
         frame.desc.transition(State::ReadPending, State::Valid);
         inc(&self.counters.pages_read);
         self.on_access(f);
@@ -264,7 +264,7 @@ impl Inner {
         )>,
         crate::StoreError,
     > {
-        let frame = &self.frames[f as usize];
+        let frame = &self.frames.frame(f);
         frame.desc.init_for(id, State::ReadPending);
         let pin = Pin::new(&frame.desc);
         // The frame is ours alone (free, unpinned before), so the latch is free.
@@ -287,7 +287,7 @@ impl Inner {
     /// LRU scan once its waiters have unpinned it).
     pub(crate) fn abort_read(&self, f: u32, id: PageId) {
         self.hash.remove(id, f);
-        self.frames[f as usize].desc.set_state(State::Stale);
+        self.frames.frame(f).desc.set_state(State::Stale);
     }
 
     /// Creates page `id` without reading it: a zeroed frame at the LRU head.
@@ -295,7 +295,7 @@ impl Inner {
     pub(crate) fn create(&self, id: PageId) -> Result<ExclusiveGuard<'_>, PoolError> {
         loop {
             if let Some(f) = self.hash.lookup_pin(id, &self.frames) {
-                let frame = &self.frames[f as usize];
+                let frame = &self.frames.frame(f);
                 let pin = Pin::new(&frame.desc);
                 let mut latch = frame.latch.write();
                 if frame.desc.state() == State::Valid && frame.desc.page_id() == id {
@@ -307,7 +307,7 @@ impl Inner {
                 continue;
             }
             let f = self.get_free_frame()?;
-            let frame = &self.frames[f as usize];
+            let frame = &self.frames.frame(f);
             frame.desc.init_for(id, State::ReadPending);
             let pin = Pin::new(&frame.desc);
             let mut latch = frame.latch.write();
@@ -330,7 +330,8 @@ impl Inner {
     pub(crate) fn lru_add(&self, f: u32, young: bool) {
         let mut lists = self.lists.lock();
         if lists.lru.add(f, young) {
-            self.frames[f as usize]
+            self.frames
+                .frame(f)
                 .desc
                 .freed_page_clock
                 .store(lists.freed_page_clock, Relaxed);
@@ -339,7 +340,7 @@ impl Inner {
 
     /// Puts an unused frame (never inserted anywhere) back on the free list.
     pub(crate) fn return_free(&self, f: u32) {
-        self.frames[f as usize].desc.reset();
+        self.frames.frame(f).desc.reset();
         let mut lists = self.lists.lock();
         lists.free.push(f, &self.free_len);
     }
@@ -350,7 +351,7 @@ impl Inner {
     /// the page's first access (linear read-ahead is evaluated then).
     /// InnoDB: `buf_page_set_accessed` + `buf_page_make_young_if_needed`.
     pub(crate) fn on_access(&self, f: u32) -> bool {
-        let d = &self.frames[f as usize].desc;
+        let d = &self.frames.frame(f).desc;
         // Hits stay cheap: the clock is read only on a first access or for an old page.
         let seen = d.first_access_ms.load(Relaxed);
         let (first, first_time) = if seen == 0 {
@@ -379,7 +380,7 @@ impl Inner {
             return false;
         }
         let threshold = self.old_blocks_time_ms.load(Relaxed);
-        if threshold > 0 && self.old_flags[f as usize].load(Relaxed) {
+        if threshold > 0 && self.old_flags.get(f) {
             if self.now_ms().saturating_sub(first_access) >= threshold {
                 return true;
             }
@@ -396,7 +397,7 @@ impl Inner {
         let ratio = u64::from(self.old_ratio.load(Relaxed));
         let div = u64::from(OLD_RATIO_DIV);
         let quarter_young = self.capacity as u64 * (div - ratio) / (div * 4);
-        clock < self.frames[f as usize].desc.freed_page_clock.load(Relaxed) + quarter_young
+        clock < self.frames.frame(f).desc.freed_page_clock.load(Relaxed) + quarter_young
     }
 
     /// Moves `f` to the LRU head. InnoDB: `buf_page_make_young`.
@@ -406,7 +407,8 @@ impl Inner {
             return;
         }
         lists.lru.make_young(f);
-        self.frames[f as usize]
+        self.frames
+            .frame(f)
             .desc
             .freed_page_clock
             .store(lists.freed_page_clock, Relaxed);
@@ -419,7 +421,7 @@ impl Inner {
     /// and the LRU and leaves it `Free` (not on the free list: the caller pushes or uses it).
     /// InnoDB: `buf_LRU_free_page`.
     pub(crate) fn try_evict_locked(&self, lists: &mut Lists, f: u32, by: Evictor) -> bool {
-        let frame = &self.frames[f as usize];
+        let frame = &self.frames.frame(f);
         let d = &frame.desc;
         if d.pins() != 0 || d.flushing.load(SeqCst) || d.is_dirty() {
             return false;
@@ -497,7 +499,7 @@ impl Inner {
         let lists = self.lists.lock();
         let mut cur = lists.lru.tail();
         while cur != NIL {
-            if self.frames[cur as usize].desc.pins() == 0 {
+            if self.frames.frame(cur).desc.pins() == 0 {
                 return true;
             }
             cur = lists.lru.prev(cur);
@@ -509,7 +511,7 @@ impl Inner {
 
     /// Marks X-latched frame `f` dirty at `lsn`. InnoDB: `buf_flush_note_modification`.
     pub(crate) fn mark_dirty(&self, f: u32, lsn: Lsn) {
-        let d = &self.frames[f as usize].desc;
+        let d = &self.frames.frame(f).desc;
         let mut fl = self.flush_list.lock();
         if d.state() != State::Valid {
             return; // discarded while latched: its space is gone
@@ -527,7 +529,7 @@ impl Inner {
 
     /// Marks `f` clean after a write (caller holds `flush_list`).
     pub(crate) fn mark_clean_locked(&self, fl: &mut FlushList, f: u32) {
-        let d = &self.frames[f as usize].desc;
+        let d = &self.frames.frame(f).desc;
         if d.is_dirty() {
             fl.remove(d.oldest_lsn.load(SeqCst), f);
             d.dirty.store(false, SeqCst);
@@ -541,13 +543,12 @@ impl Inner {
     /// with `BUF_REMOVE_ALL_NO_WRITE`. Pinned pages become `Stale` and are reclaimed when unpinned.
     pub(crate) fn discard_space(&self, space: SpaceId) {
         let mut stale = Vec::new();
-        for (i, frame) in self.frames.iter().enumerate() {
+        for (f, frame) in self.frames.in_use() {
             let d = &frame.desc;
             let id = d.page_id();
             if id.space_id != space || !matches!(d.state(), State::Valid | State::ReadPending) {
                 continue;
             }
-            let f = i as u32;
             {
                 let mut shard = self.hash.lock_shard(id);
                 if d.page_id() != id || !matches!(d.state(), State::Valid | State::ReadPending) {
@@ -571,7 +572,7 @@ impl Inner {
     /// and whether it is "young" by the freed-page clock. For read-ahead heuristics only.
     pub(crate) fn peek_access(&self, id: PageId) -> Option<(u64, bool)> {
         let f = self.hash.peek(id)?;
-        let d = &self.frames[f as usize].desc;
+        let d = &self.frames.frame(f).desc;
         if d.page_id() != id {
             return None;
         }

@@ -28,6 +28,10 @@
 //! assert_eq!(store.page(PageId::new(1, 7)).unwrap()[100], 42);
 //! ```
 
+// Page bytes and per-frame arrays are indexed by numbers that come from the pool's own lists:
+// every access says what it relies on (`get` + a typed error or a documented invariant).
+#![deny(clippy::indexing_slicing)]
+
 mod config;
 mod descriptor;
 mod error;

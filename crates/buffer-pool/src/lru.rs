@@ -5,7 +5,7 @@
 //! starting at `old_head`, InnoDB's `LRU_old`): pages read from disk enter just after `old_head`,
 //! created pages and pages made young enter at the head. The caller holds the pool's LRU mutex.
 
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// "No frame".
@@ -21,11 +21,14 @@ const OLD_TOLERANCE_MAX: usize = 20;
 
 /// The LRU list.
 pub(crate) struct Lru {
+    /// Links, stored as frame number + 1 so that 0 is [`NIL`] and the arrays start zeroed: a
+    /// zeroed allocation is backed by the kernel only as it is touched, so creating the list
+    /// costs nothing whatever the pool size (see [`link`] / [`unlink_value`]).
     prev: Vec<u32>,
     next: Vec<u32>,
     linked: Vec<bool>,
     /// Per-frame "in the old sublist" flags, readable without the LRU mutex (hits read them).
-    old: Arc<[AtomicBool]>,
+    old: Arc<OldFlags>,
     head: u32,
     tail: u32,
     len: usize,
@@ -48,10 +51,10 @@ impl Lru {
         let min_len = (capacity / 2).clamp(2 * NON_OLD_MIN_LEN, OLD_MIN_LEN_MAX);
         let tolerance = (min_len * OLD_TOLERANCE_MAX / OLD_MIN_LEN_MAX).clamp(1, OLD_TOLERANCE_MAX);
         Self {
-            prev: vec![NIL; capacity],
-            next: vec![NIL; capacity],
+            prev: vec![0; capacity],
+            next: vec![0; capacity],
             linked: vec![false; capacity],
-            old: (0..capacity).map(|_| AtomicBool::new(false)).collect(),
+            old: Arc::new(OldFlags::new(capacity)),
             head: NIL,
             tail: NIL,
             len: 0,
@@ -64,7 +67,7 @@ impl Lru {
     }
 
     /// The shared old flags (for lock-free reads on hits).
-    pub(crate) fn old_flags(&self) -> Arc<[AtomicBool]> {
+    pub(crate) fn old_flags(&self) -> Arc<OldFlags> {
         Arc::clone(&self.old)
     }
 
@@ -91,64 +94,70 @@ impl Lru {
     }
 
     pub(crate) fn prev(&self, f: u32) -> u32 {
-        self.prev[f as usize]
+        unlink_value(*slot(&self.prev, f))
     }
 
     pub(crate) fn next(&self, f: u32) -> u32 {
-        self.next[f as usize]
+        unlink_value(*slot(&self.next, f))
+    }
+
+    fn set_prev(&mut self, f: u32, prev: u32) {
+        *slot_mut(&mut self.prev, f) = link(prev);
+    }
+
+    fn set_next(&mut self, f: u32, next: u32) {
+        *slot_mut(&mut self.next, f) = link(next);
     }
 
     pub(crate) fn contains(&self, f: u32) -> bool {
-        self.linked[f as usize]
+        *slot(&self.linked, f)
     }
 
     pub(crate) fn is_old(&self, f: u32) -> bool {
-        self.old[f as usize].load(Relaxed)
+        self.old.get(f)
     }
 
     fn set_old(&self, f: u32, old: bool) {
-        self.old[f as usize].store(old, Relaxed);
+        self.old.set(f, old);
     }
 
     fn link_after(&mut self, after: u32, f: u32) {
-        let i = f as usize;
         let next = if after == NIL {
             self.head
         } else {
-            self.next[after as usize]
+            self.next(after)
         };
-        self.prev[i] = after;
-        self.next[i] = next;
+        self.set_prev(f, after);
+        self.set_next(f, next);
         if after == NIL {
             self.head = f;
         } else {
-            self.next[after as usize] = f;
+            self.set_next(after, f);
         }
         if next == NIL {
             self.tail = f;
         } else {
-            self.prev[next as usize] = f;
+            self.set_prev(next, f);
         }
-        self.linked[i] = true;
+        *slot_mut(&mut self.linked, f) = true;
         self.len += 1;
     }
 
     fn unlink(&mut self, f: u32) {
-        let i = f as usize;
-        let (prev, next) = (self.prev[i], self.next[i]);
+        let (prev, next) = (self.prev(f), self.next(f));
         if prev == NIL {
             self.head = next;
         } else {
-            self.next[prev as usize] = next;
+            self.set_next(prev, next);
         }
         if next == NIL {
             self.tail = prev;
         } else {
-            self.prev[next as usize] = prev;
+            self.set_prev(next, prev);
         }
-        self.prev[i] = NIL;
-        self.next[i] = NIL;
-        self.linked[i] = false;
+        self.set_prev(f, NIL);
+        self.set_next(f, NIL);
+        *slot_mut(&mut self.linked, f) = false;
         self.len -= 1;
     }
 
@@ -306,6 +315,64 @@ impl Lru {
     }
 }
 
+/// Per-frame "in the old sublist" flags, one bit per frame (64 times smaller than a flag per
+/// frame: 32 KiB at 32 GiB of 16 KiB pages), written under the LRU mutex and read without it.
+pub(crate) struct OldFlags {
+    words: Box<[AtomicU64]>,
+}
+
+impl OldFlags {
+    fn new(capacity: usize) -> Self {
+        Self {
+            words: (0..capacity.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        }
+    }
+
+    /// Whether frame `f` is in the old sublist (may be stale at once without the LRU mutex).
+    pub(crate) fn get(&self, f: u32) -> bool {
+        slot(&self.words, f / 64).load(Relaxed) & (1 << (f % 64)) != 0
+    }
+
+    /// Sets frame `f`'s flag. Called under the LRU mutex only, so the read-modify-write of the
+    /// word never races with another writer.
+    fn set(&self, f: u32, old: bool) {
+        let word = slot(&self.words, f / 64);
+        if old {
+            word.fetch_or(1 << (f % 64), Relaxed);
+        } else {
+            word.fetch_and(!(1 << (f % 64)), Relaxed);
+        }
+    }
+}
+
+/// A link as stored: frame number + 1, so [`NIL`] (`u32::MAX`) is stored as 0. The pool's
+/// capacity is below `NIL`, so no frame number wraps onto it.
+fn link(f: u32) -> u32 {
+    f.wrapping_add(1)
+}
+
+/// The frame number (or [`NIL`]) a stored link stands for.
+fn unlink_value(stored: u32) -> u32 {
+    stored.wrapping_sub(1)
+}
+
+/// Frame `f`'s slot of a per-frame array. The list is only ever given the pool's own frame
+/// numbers, all below the capacity it was built for, so a miss is a bug in the pool.
+fn slot<T>(per_frame: &[T], f: u32) -> &T {
+    per_frame
+        .get(f as usize)
+        .expect("LRU: frame numbers are below the pool capacity")
+}
+
+/// As [`slot`], mutably.
+fn slot_mut<T>(per_frame: &mut [T], f: u32) -> &mut T {
+    per_frame
+        .get_mut(f as usize)
+        .expect("LRU: frame numbers are below the pool capacity")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,7 +394,7 @@ mod tests {
             assert!(lru.add(f, false));
             lru.check();
         }
-        assert_eq!(order(&lru)[0], 9);
+        assert_eq!(order(&lru).first(), Some(&9));
         assert_eq!(lru.old_len(), 0);
     }
 

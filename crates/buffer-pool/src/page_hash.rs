@@ -40,6 +40,9 @@ impl Hasher for PageIdHasher {
 
 type Map = HashMap<PageId, u32, BuildHasherDefault<PageIdHasher>>;
 
+/// Pages the hash is presized for (see [`PageHash::new`]).
+const PRESIZED_PAGES: usize = 1 << 16;
+
 /// Sharded page hash.
 pub(crate) struct PageHash {
     shards: Box<[RwLock<Map>]>,
@@ -52,9 +55,14 @@ fn mix(id: PageId) -> u64 {
 }
 
 impl PageHash {
+    /// A hash of `shards` shards (clamped to 1..=1024) for a pool of `capacity` frames.
+    ///
+    /// Presized for at most [`PRESIZED_PAGES`] pages: presizing for a whole large pool would
+    /// clear megabytes of control bytes at open (4 MiB at 32 GiB). Beyond that a shard grows by
+    /// doubling as pages are read in, an amortised cost next to the reads themselves.
     pub(crate) fn new(shards: usize, capacity: usize) -> Self {
         let shards = shards.clamp(1, 1024);
-        let per_shard = capacity / shards + 1;
+        let per_shard = capacity.min(PRESIZED_PAGES) / shards + 1;
         Self {
             shards: (0..shards)
                 .map(|_| {
@@ -68,7 +76,11 @@ impl PageHash {
     }
 
     fn shard(&self, id: PageId) -> &RwLock<Map> {
-        &self.shards[(mix(id) % self.shards.len() as u64) as usize]
+        // The remainder is below the shard count, and there is at least one shard.
+        let i = (mix(id) % self.shards.len() as u64) as usize;
+        self.shards
+            .get(i)
+            .expect("a remainder modulo the shard count indexes a shard")
     }
 
     /// Looks `id` up and pins its frame under the shard's read lock.

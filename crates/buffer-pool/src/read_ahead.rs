@@ -222,7 +222,7 @@ impl Inner {
                 return;
             }
         };
-        let frame = &self.frames[f as usize];
+        let frame = &self.frames.frame(f);
         frame.desc.read_ahead.store(true, SeqCst);
         frame.desc.transition(State::ReadPending, State::Valid);
         match kind {

@@ -98,8 +98,14 @@ impl MemStore {
     /// The image a never-written page reads as.
     pub fn stamp(&self, id: PageId) -> Vec<u8> {
         let mut page = vec![0u8; self.page_size.bytes()];
-        page[0..4].copy_from_slice(&id.space_id.to_le_bytes());
-        page[4..8].copy_from_slice(&id.page_no.to_le_bytes());
+        let stamp = id
+            .space_id
+            .to_le_bytes()
+            .into_iter()
+            .chain(id.page_no.to_le_bytes());
+        for (byte, value) in page.iter_mut().zip(stamp) {
+            *byte = value;
+        }
         page
     }
 
