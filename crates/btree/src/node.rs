@@ -9,9 +9,9 @@ use barracuda_page::{
 use crate::error::{BTreeError, Result};
 use crate::tree::{BTree, Target};
 
-/// The longest value the tree stores: 4 GiB − 1 (overflow chains could address more; a bound
-/// keeps a corrupt length from asking for absurd allocations).
-pub const MAX_VALUE_LEN: u64 = u32::MAX as u64;
+/// The longest value the tree stores: 4 GiB − 1, the longest an overflow record may describe
+/// ([`barracuda_page::index::MAX_OVERFLOW_LEN`]; records claiming more are refused as corrupt).
+pub const MAX_VALUE_LEN: u64 = barracuda_page::index::MAX_OVERFLOW_LEN;
 
 /// The longest key a tree with pages of `page_size` accepts: `page_size / 8` bytes.
 pub fn max_key_len(page_size: PageSize) -> usize {
@@ -155,17 +155,14 @@ impl<B: AsRef<[u8]>> Node<B> {
     }
 
     pub(crate) fn key(&self, i: usize) -> Result<&[u8]> {
-        self.page
-            .get(i)
-            .map(|r| r.key)
-            .ok_or_else(|| self.out_of_range(i))
+        self.page.key(i).map_err(page_err(self.id))
     }
 
     pub(crate) fn value(&self, i: usize) -> Result<Value<'_>> {
         self.page
-            .get(i)
+            .record(i)
             .map(|r| Value::from_page(r.value))
-            .ok_or_else(|| self.out_of_range(i))
+            .map_err(page_err(self.id))
     }
 
     pub(crate) fn child(&self, i: usize) -> Result<PageNo> {
@@ -176,10 +173,6 @@ impl<B: AsRef<[u8]>> Node<B> {
                 format!("record {i} is not a child pointer"),
             )),
         }
-    }
-
-    fn out_of_range(&self, i: usize) -> BTreeError {
-        BTreeError::corrupt(self.id, format!("record {i} of {} requested", self.len()))
     }
 
     pub(crate) fn search(&self, key: &[u8]) -> std::result::Result<usize, usize> {
@@ -229,10 +222,7 @@ impl<B: AsRef<[u8]>> Node<B> {
     }
 
     pub(crate) fn record_size_at(&self, i: usize) -> Result<usize> {
-        if i >= self.len() {
-            return Err(self.out_of_range(i));
-        }
-        Ok(self.page.record_size_at(i))
+        self.page.record_size_at(i).map_err(page_err(self.id))
     }
 
     /// Below this many used bytes a non-root node is under-full: a quarter of the capacity

@@ -7,6 +7,9 @@ use crate::mtr::Mtr;
 use crate::node::NodeMut;
 use crate::tree::BTree;
 
+/// Pages' worth of payload [`read_chain`] allocates before it has read any of the chain.
+const READ_BATCH_PAGES: u64 = 64;
+
 /// Writes `value` to a new chain and returns its first page. Each page is written in its own
 /// mtr: the chain is unreachable until the leaf record that points to it commits, so a partly
 /// written chain is only ever leaked, never seen.
@@ -56,7 +59,10 @@ pub(crate) fn read_chain(tree: &BTree, first: PageNo, total_len: u64) -> Result<
     let page_size = tree.ctx.pool.page_size();
     let capacity = payload_capacity(page_size) as u64;
     let max_pages = total_len.div_ceil(capacity).max(1);
-    let mut out = Vec::with_capacity(usize::try_from(total_len).unwrap_or(0));
+    // total_len comes from disk: grow with what the chain really holds rather than trusting it
+    // for one allocation (decoding already capped it at MAX_VALUE_LEN).
+    let first_batch = total_len.min(capacity * READ_BATCH_PAGES);
+    let mut out = Vec::with_capacity(usize::try_from(first_batch).unwrap_or(0));
     let mut page_no = first;
     let mut pages = 0u64;
     while page_no != FIL_NULL {
@@ -71,6 +77,12 @@ pub(crate) fn read_chain(tree: &BTree, first: PageNo, total_len: u64) -> Result<
         let guard = tree.ctx.pool.get_shared(id)?;
         let page = OverflowPage::read(&guard, page_size)
             .map_err(|source| BTreeError::Page { page: id, source })?;
+        if out.len() as u64 + page.payload.len() as u64 > total_len {
+            return Err(BTreeError::corrupt(
+                id,
+                format!("overflow chain holds more than the {total_len} bytes of its record"),
+            ));
+        }
         out.extend_from_slice(page.payload);
         page_no = page.next;
     }

@@ -26,7 +26,7 @@
 //! seal_page(&mut bytes); // just before the write
 //! verify_page(&bytes, id, ps)?; // just after the read
 //! let page = IndexPage::open(&bytes, ps)?;
-//! assert_eq!(page.key(0), b"a");
+//! assert_eq!(page.key(0)?, b"a");
 //! assert_eq!(page.search(b"b"), Ok(1));
 //! # Ok::<(), barracuda_page::PageError>(())
 //! ```

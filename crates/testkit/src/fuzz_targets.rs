@@ -255,16 +255,17 @@ fn check_index_page(page: &IndexPage<&[u8]>) {
     let level = page.level();
     assert_eq!(page.iter().len(), n);
     assert_eq!(page.iter().rev().count(), n);
-    assert!(page.get(n).is_none());
+    assert!(page.record(n).is_err());
     assert_eq!(page.is_empty(), n == 0);
     assert_eq!(page.is_leaf(), level == 0);
     let mut sum = 0;
     let mut prev: Option<&[u8]> = None;
     for (i, rec) in page.iter().enumerate() {
-        assert_eq!(page.get(i), Some(rec));
-        assert_eq!(page.key(i), rec.key);
+        let rec = rec.expect("a page that passed open decodes every record");
+        assert_eq!(page.record(i).ok(), Some(rec));
+        assert_eq!(page.key(i).ok(), Some(rec.key));
         assert!(rec.key.len() <= max_key_len(ps), "record {i}: key too long");
-        let size = page.record_size_at(i);
+        let size = page.record_size_at(i).expect("record decodes");
         assert_eq!(size, record_size(&rec));
         assert!(size <= max_record_size(ps), "record {i} too large");
         assert_eq!(
@@ -318,10 +319,10 @@ fn check_index_page(page: &IndexPage<&[u8]>) {
 
 fn mutate_index_page(image: &[u8], ps: PageSize) {
     let open = |bytes: &[u8]| {
-        must(IndexPage::open(bytes, ps), "page valid after a mutation")
-            .iter()
-            .map(|r| OwnedRecord::from_record(&r))
-            .collect::<Vec<_>>()
+        page_records(&must(
+            IndexPage::open(bytes, ps),
+            "page valid after a mutation",
+        ))
     };
     let original = must(IndexPage::open(image.to_vec(), ps), "reopen");
     let records = page_records(&original);
@@ -382,7 +383,7 @@ fn mutate_index_page(image: &[u8], ps: PageSize) {
 fn read_trusted(page: &IndexPage<&[u8]>) {
     let n = page.len();
     for i in 0..n {
-        let _ = (page.get(i), page.key(i), page.record_size_at(i));
+        let _ = (page.record(i), page.key(i), page.record_size_at(i));
     }
     let _ = (
         page.iter().count(),

@@ -7,7 +7,7 @@
 use crate::model::{page_records, IndexOp, OwnedRecord, OwnedValue};
 use crate::strategy::{IndexPageCase, OverflowCase, SealedPage};
 use barracuda_page::index::{
-    OFF_DIRECTION, OFF_LAST_INSERT, OFF_N_DIRECTION, SEQUENTIAL_SPLIT_THRESHOLD,
+    MAX_OVERFLOW_LEN, OFF_DIRECTION, OFF_LAST_INSERT, OFF_N_DIRECTION, SEQUENTIAL_SPLIT_THRESHOLD,
 };
 use barracuda_page::{
     index_capacity, max_key_len, max_record_size, payload_capacity, seal_page, verify_page,
@@ -236,7 +236,10 @@ fn expected_check(ps: PageSize, level: u16, rec: &OwnedRecord) -> Result<usize, 
         first_page,
     } = &rec.value
     {
-        if *total_len <= prefix.len() as u64 || *first_page == FIL_NULL {
+        if *total_len <= prefix.len() as u64
+            || *total_len > MAX_OVERFLOW_LEN
+            || *first_page == FIL_NULL
+        {
             return Err(PageError::Invalid {
                 what: String::new(),
             });

@@ -140,7 +140,11 @@ fn overflow_value(max_prefix: usize) -> impl Strategy<Value = OwnedValue> {
             3 => vec(any::<u8>(), 0..=max_prefix.min(32)),
             1 => filler(0..=max_prefix),
         ],
-        prop_oneof![1..100_000u64, 1..=(u64::MAX >> 1)],
+        // A prefix is under 64 KiB, so half the limit leaves room for it.
+        prop_oneof![
+            1..100_000u64,
+            1..=(barracuda_page::index::MAX_OVERFLOW_LEN >> 1)
+        ],
         0..FIL_NULL,
     )
         .prop_map(|(prefix, rest, first_page)| OwnedValue::Overflow {
@@ -483,6 +487,7 @@ pub fn catalog_page(page_size: PageSize) -> impl Strategy<Value = CatalogPage> {
         page_link(),
         any::<u32>(),
         any::<u64>(),
+        any::<u16>(),
         prop_oneof![vec(catalog_entry(), 0..=4), vec(catalog_entry(), 0..=cap)],
     )
         .prop_map(

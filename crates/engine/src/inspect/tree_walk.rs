@@ -111,7 +111,13 @@ impl TreeWalk<'_> {
                 Some(_) => {}
             }
             for i in 0..page.len() {
-                let key = page.key(i);
+                let key = match page.key(i) {
+                    Ok(key) => key,
+                    Err(e) => {
+                        self.problem(visit.page_no, e.to_string());
+                        continue;
+                    }
+                };
                 let routing = !page.is_leaf() && i == 0;
                 if !routing && visit.lower.as_deref().is_some_and(|l| key < l) {
                     self.problem(
@@ -136,7 +142,13 @@ impl TreeWalk<'_> {
             }
             let n = page.len();
             for i in (0..n).rev() {
-                let record = page.record(i);
+                let record = match page.record(i) {
+                    Ok(record) => record,
+                    Err(e) => {
+                        self.problem(visit.page_no, e.to_string());
+                        continue;
+                    }
+                };
                 let Some(child) = record.child_page() else {
                     self.problem(
                         visit.page_no,
@@ -149,10 +161,11 @@ impl TreeWalk<'_> {
                 } else {
                     Some(record.key.to_vec())
                 };
-                let upper = if i + 1 < n {
-                    Some(page.key(i + 1).to_vec())
-                } else {
-                    visit.upper.clone()
+                // A bad next key was reported by the fence loop above; the child is then
+                // checked against the parent's upper fence only.
+                let upper = match page.key(i + 1) {
+                    Ok(key) if i + 1 < n => Some(key.to_vec()),
+                    _ => visit.upper.clone(),
                 };
                 stack.push(Visit {
                     page_no: child,
@@ -211,7 +224,13 @@ impl TreeWalk<'_> {
             self.problem(page_no, "empty leaf that is not the root");
         }
         for i in 0..page.len() {
-            let record = page.record(i);
+            let record = match page.record(i) {
+                Ok(record) => record,
+                Err(e) => {
+                    self.problem(page_no, e.to_string());
+                    continue;
+                }
+            };
             if self
                 .last_key
                 .as_deref()

@@ -19,7 +19,8 @@ mod split;
 mod tests;
 
 pub use record::{
-    Record, RecordRef, ValueRef, CHILD_HEADER_SIZE, INLINE_HEADER_SIZE, OVERFLOW_HEADER_SIZE,
+    Record, RecordRef, ValueRef, CHILD_HEADER_SIZE, INLINE_HEADER_SIZE, MAX_OVERFLOW_LEN,
+    OVERFLOW_HEADER_SIZE,
 };
 pub use split::{SplitPoint, SEQUENTIAL_SPLIT_THRESHOLD};
 
@@ -333,46 +334,48 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
         self.used_space() as f64 / index_capacity(self.page_size) as f64
     }
 
-    /// Record `i` (in key order), or `None` if `i >= len()`.
-    pub fn get(&self, i: usize) -> Option<Record<'_>> {
+    /// Decodes the record at heap offset `off`, with its encoded length. Fails, naming the
+    /// page, when the bytes there do not decode (only possible on a page opened with
+    /// [`open_trusted`](Self::open_trusted) that would not pass [`open`](Self::open)).
+    pub(crate) fn record_at(&self, off: usize) -> Result<(Record<'_>, usize), PageError> {
+        Record::decode(self.as_bytes(), off, self.heap_top()).map_err(|what| {
+            PageError::corrupt(self.page_id(), format!("record at offset {off}: {what}"))
+        })
+    }
+
+    /// Record `i` in key order. Fails with [`PageError::Corrupt`] naming the page when
+    /// `i >= len()` or the record does not decode; never an empty stand-in.
+    pub fn record(&self, i: usize) -> Result<Record<'_>, PageError> {
         if i >= self.len() {
-            return None;
+            return Err(PageError::corrupt(
+                self.page_id(),
+                format!("record {i} requested of {}", self.len()),
+            ));
         }
-        Some(self.record_at(self.slot(i)).0)
+        self.record_at(self.slot(i)).map(|(record, _)| record)
     }
 
-    /// Decodes the record at heap offset `off`; an empty inline record if it does not decode
-    /// (only possible on a page opened with `open_trusted` that is not valid).
-    pub(crate) fn record_at(&self, off: usize) -> (Record<'_>, usize) {
-        Record::decode(self.as_bytes(), off, self.heap_top())
-            .unwrap_or((Record::inline(&[], &[]), 0))
+    /// The key of record `i`; fails as [`record`](Self::record) does.
+    pub fn key(&self, i: usize) -> Result<&[u8], PageError> {
+        self.record(i).map(|r| r.key)
     }
 
-    /// Record `i` in key order.
-    ///
-    /// # Panics
-    /// If `i >= len()`, like slice indexing.
-    pub fn record(&self, i: usize) -> Record<'_> {
-        match self.get(i) {
-            Some(r) => r,
-            None => panic!("record index {i} out of range for {} records", self.len()),
-        }
+    /// Bytes record `i` occupies, including its slot; fails as [`record`](Self::record) does.
+    pub fn record_size_at(&self, i: usize) -> Result<usize, PageError> {
+        self.record(i).map(|r| record_size(&r))
     }
 
-    /// The key of record `i`.
-    ///
-    /// # Panics
-    /// If `i >= len()`.
-    pub fn key(&self, i: usize) -> &[u8] {
-        self.record(i).key
+    /// Record `i` for the mutation and split paths, which keep infallible signatures: they run
+    /// on pages that passed [`open`](Self::open) when read and were changed only through this
+    /// API. On a page that breaks that contract this gives an empty record — results are then
+    /// unspecified, as documented on [`open_trusted`](Self::open_trusted), but nothing panics.
+    pub(crate) fn trusted_record(&self, i: usize) -> Record<'_> {
+        self.record(i).unwrap_or(Record::inline(&[], &[]))
     }
 
-    /// Bytes record `i` occupies, including its slot.
-    ///
-    /// # Panics
-    /// If `i >= len()`.
-    pub fn record_size_at(&self, i: usize) -> usize {
-        record_size(&self.record(i))
+    /// Bytes of record `i` on the split paths (see [`trusted_record`](Self::trusted_record)).
+    pub(crate) fn trusted_size_at(&self, i: usize) -> usize {
+        record_size(&self.trusted_record(i))
     }
 
     /// Binary search for `key` in memcmp order, like [`slice::binary_search`]: `Ok(i)` if record
@@ -407,8 +410,11 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
         })
     }
 
-    /// The records in key order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Record<'_>> + ExactSizeIterator + '_ {
+    /// The records in key order; an undecodable one is an error naming the page.
+    pub fn iter(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = Result<Record<'_>, PageError>> + ExactSizeIterator + '_
+    {
         (0..self.len()).map(move |i| self.record(i))
     }
 }

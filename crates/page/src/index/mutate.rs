@@ -127,8 +127,14 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> IndexPage<B> {
         before: Option<usize>,
         after: Option<usize>,
     ) -> Result<(), PageError> {
-        let below = before.is_none_or(|j| self.key(j) < key);
-        let above = after.is_none_or(|j| key < self.key(j));
+        let below = match before {
+            Some(j) => self.key(j)? < key,
+            None => true,
+        };
+        let above = match after {
+            Some(j) => key < self.key(j)?,
+            None => true,
+        };
         if below && above {
             Ok(())
         } else {
@@ -261,7 +267,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> IndexPage<B> {
         self.check_record(rec)?;
         self.check_order(i, rec.key, i.checked_sub(1), (i + 1 < n).then_some(i + 1))?;
         let off = self.slot(i);
-        let old = self.record(i).encoded_len();
+        let old = self.record(i)?.encoded_len();
         let new = rec.encoded_len();
         let at_top = off + old == self.heap_top();
         if new <= old {
@@ -295,7 +301,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> IndexPage<B> {
         if i >= n {
             return Err(PageError::OutOfRange { index: i, len: n });
         }
-        if !matches!(self.record(i).value, ValueRef::Child(_)) {
+        if !matches!(self.record(i)?.value, ValueRef::Child(_)) {
             return Err(PageError::LevelMismatch {
                 what: "set_child on a record without a child pointer",
             });
@@ -322,8 +328,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> IndexPage<B> {
         // Release in decreasing offset order so that records at the heap top lower it.
         let mut extents: Vec<(usize, usize)> = range
             .clone()
-            .map(|j| (self.slot(j), self.record(j).encoded_len()))
-            .collect();
+            .map(|j| Ok((self.slot(j), self.record(j)?.encoded_len())))
+            .collect::<Result<_, PageError>>()?;
         extents.sort_unstable_by(|a, b| b.cmp(a));
         for (off, len) in extents {
             self.release(off, len);
@@ -357,7 +363,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> IndexPage<B> {
                 continue;
             }
             let off = self.slot(i);
-            let len = self.record(i).encoded_len();
+            let len = self.trusted_record(i).encoded_len();
             offsets.push(HEAP_START + heap.len());
             heap.extend_from_slice(self.as_bytes().get(off..off + len).unwrap_or(&[]));
         }

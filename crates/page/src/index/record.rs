@@ -12,6 +12,11 @@
 use crate::bytes::{put, put_u16, put_u32, put_u64, slice_at, u16_at, u32_at, u64_at, u8_at};
 use crate::ids::{PageNo, FIL_NULL};
 
+/// The longest value an overflow record may describe: 4 GiB − 1 bytes. The format could
+/// address more, but readers allocate from `total_len`, so a crafted length must not ask for
+/// an absurd allocation; decoding refuses anything longer.
+pub const MAX_OVERFLOW_LEN: u64 = u32::MAX as u64;
+
 /// Record kind byte: inline value.
 pub(crate) const KIND_INLINE: u8 = 0;
 /// Record kind byte: value stored in an overflow chain.
@@ -134,6 +139,9 @@ impl<'a> Record<'a> {
                     Some("overflow prefix length does not fit in u16")
                 } else if total_len <= prefix.len() as u64 {
                     Some("overflow total length not greater than its prefix")
+                } else if total_len > MAX_OVERFLOW_LEN {
+                    // Readers size buffers from this length: bound it before anyone does.
+                    Some("overflow total length above the 4 GiB - 1 limit")
                 } else if first_page == FIL_NULL {
                     Some("overflow pointer is FIL_NULL")
                 } else {
@@ -271,5 +279,14 @@ mod tests {
             .shape_error()
             .is_some());
         assert!(Record::overflow(b"k", b"", 10, 5).shape_error().is_none());
+        assert!(Record::overflow(b"k", b"", MAX_OVERFLOW_LEN, 5)
+            .shape_error()
+            .is_none());
+        assert!(Record::overflow(b"k", b"", MAX_OVERFLOW_LEN + 1, 5)
+            .shape_error()
+            .is_some());
+        assert!(Record::overflow(b"k", b"", u64::MAX, 5)
+            .shape_error()
+            .is_some());
     }
 }

@@ -53,9 +53,9 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
         }
         let new_size = record_size(rec);
         let size_of = |j: usize| match j.cmp(&pos) {
-            std::cmp::Ordering::Less => self.record_size_at(j),
+            std::cmp::Ordering::Less => self.trusted_size_at(j),
             std::cmp::Ordering::Equal => new_size,
-            std::cmp::Ordering::Greater => self.record_size_at(j - 1),
+            std::cmp::Ordering::Greater => self.trusted_size_at(j - 1),
         };
         let total = self.used_space() + new_size;
         // k = number of items (of n + 1) on the left, 1..=n.
@@ -87,7 +87,7 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
         let mut acc = 0;
         let mut at = 0;
         while at < n && acc * 2 < used {
-            acc += self.record_size_at(at);
+            acc += self.trusted_size_at(at);
             at += 1;
         }
         if n >= 2 {
@@ -99,7 +99,7 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
 
     /// Bytes (records plus slots) of records `range`.
     pub fn range_size(&self, range: Range<usize>) -> usize {
-        range.map(|j| self.record_size_at(j)).sum()
+        range.map(|j| self.trusted_size_at(j)).sum()
     }
 }
 
@@ -133,15 +133,21 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> IndexPage<B> {
         if range.is_empty() {
             return Ok(());
         }
-        let first = other.key(range.start);
-        let last = other.key(range.end - 1);
-        if pos > 0 && self.key(pos - 1) >= first {
+        // Decoded before anything changes, so that a bad source record fails the whole call.
+        let records = range
+            .clone()
+            .map(|src| other.record(src))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (Some(first), Some(last)) = (records.first(), records.last()) else {
+            return Ok(());
+        };
+        if pos > 0 && self.key(pos - 1)? >= first.key {
             return Err(PageError::KeyOutOfOrder { index: pos });
         }
-        if pos < n && last >= self.key(pos) {
+        if pos < n && last.key >= self.key(pos)? {
             return Err(PageError::KeyOutOfOrder { index: pos });
         }
-        let needed = other.range_size(range.clone());
+        let needed: usize = records.iter().map(record_size).sum();
         if needed > self.free_space() {
             return Err(PageError::PageFull {
                 needed,
@@ -151,10 +157,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> IndexPage<B> {
         if needed > self.contiguous_free() {
             self.compact();
         }
-        let k = range.len();
-        self.open_slots(pos, k);
-        for (j, src) in range.enumerate() {
-            let rec = other.record(src);
+        self.open_slots(pos, records.len());
+        for (j, rec) in records.iter().enumerate() {
             let off = self.heap_top();
             rec.encode(self.buf.as_mut(), off);
             crate::bytes::put_u16(

@@ -29,6 +29,7 @@ impl Rng {
 
 fn contents(page: &IndexPage<impl AsRef<[u8]>>) -> Vec<(Vec<u8>, Vec<u8>)> {
     page.iter()
+        .map(|r| r.expect("record decodes"))
         .map(|r| match r.value {
             ValueRef::Inline(v) => (r.key.to_vec(), v.to_vec()),
             other => (r.key.to_vec(), format!("{other:?}").into_bytes()),
@@ -212,7 +213,7 @@ fn split_preserves_every_record_and_makes_room() {
         assert_valid(&left);
         assert_valid(&right);
         assert!(!left.is_empty() && !right.is_empty());
-        assert!(left.key(left.len() - 1) < right.key(0));
+        assert!(left.key(left.len() - 1).unwrap() < right.key(0).unwrap());
         let mut all = contents(&left);
         all.extend(contents(&right));
         assert_eq!(all, model.clone().into_iter().collect::<Vec<_>>());
@@ -280,7 +281,10 @@ fn remove_and_compaction_reclaim_space() {
     fill(&mut page, &mut rng);
     let n = page.len();
     let free_full = page.free_space();
-    let sizes: usize = (0..n).step_by(2).map(|i| page.record_size_at(i)).sum();
+    let sizes: usize = (0..n)
+        .step_by(2)
+        .map(|i| page.record_size_at(i).unwrap())
+        .sum();
     for i in (0..n).step_by(2).rev() {
         page.remove(i).expect("in range");
     }
@@ -316,7 +320,7 @@ fn replace_grows_shrinks_and_uses_garbage() {
     page.replace(1, &Record::inline(&[1], &bigger))
         .expect("fits after compaction");
     assert_valid(&page);
-    assert_eq!(page.record(1).value, ValueRef::Inline(&bigger));
+    assert_eq!(page.record(1).unwrap().value, ValueRef::Inline(&bigger));
     assert_eq!(
         page.replace(0, &Record::inline(&[9], b"")),
         Err(PageError::KeyOutOfOrder { index: 0 })
@@ -352,7 +356,7 @@ fn internal_pages_hold_child_pointers() {
     assert_eq!(page.child_index_for(b"m"), Some(1));
     assert_eq!(page.child_index_for(b"zz"), Some(2));
     page.set_child(1, 99).expect("child record");
-    assert_eq!(page.record(1).child_page(), Some(99));
+    assert_eq!(page.record(1).unwrap().child_page(), Some(99));
     assert_valid(&page);
     assert!(matches!(
         page.insert(3, &Record::inline(b"z", b"")),
@@ -389,10 +393,10 @@ fn rebalancing_moves_records_between_siblings() {
     .expect("fits");
     right.take_last_from(&mut left, 5).expect("fits");
     assert_eq!((left.len(), right.len()), (10, 10));
-    assert_eq!(right.key(0), [10]);
+    assert_eq!(right.key(0).unwrap(), [10]);
     left.take_first_from(&mut right, 3).expect("fits");
     assert_eq!((left.len(), right.len()), (13, 7));
-    assert_eq!(left.key(12), [12]);
+    assert_eq!(left.key(12).unwrap(), [12]);
     assert_valid(&left);
     assert_valid(&right);
 }
@@ -474,7 +478,7 @@ fn exercise(page: &IndexPage<&[u8]>) {
         page.used_space(),
         page.fill_factor(),
     );
-    for r in page.iter() {
+    for r in page.iter().flatten() {
         let _ = page.search(r.key);
     }
     let _ = page.search(b"probe");
@@ -550,4 +554,34 @@ proptest! {
         }
         prop_assert_eq!(contents(&page), model.into_iter().collect::<Vec<_>>());
     }
+}
+
+#[test]
+fn an_undecodable_or_missing_record_is_an_error_naming_the_page() {
+    let ps = PageSize::K4;
+    let mut page = leaf(ps);
+    page.insert(0, &Record::inline(b"a", b"one")).expect("fits");
+    page.insert(1, &Record::inline(b"b", b"two")).expect("fits");
+    let off = page.slot(1);
+    let mut bytes = page.into_inner();
+    *bytes.get_mut(off).expect("slot inside the page") = 0x7F; // no such record kind
+    let page = IndexPage::open_trusted(bytes.as_slice(), ps).expect("header is fine");
+    assert_eq!(page.record(0).expect("record 0 is intact").key, b"a");
+    for err in [
+        page.record(1).expect_err("kind 0x7F"),
+        page.key(2).expect_err("out of range"),
+        page.record_size_at(usize::MAX).expect_err("out of range"),
+    ] {
+        assert!(
+            matches!(err, PageError::Corrupt { page, .. } if page == ID),
+            "{err}"
+        );
+    }
+    let results: Vec<_> = page.iter().map(|r| r.is_ok()).collect();
+    assert_eq!(
+        results,
+        [true, false],
+        "iter reports the bad record, not an empty one"
+    );
+    assert!(IndexPage::open(bytes.as_slice(), ps).is_err());
 }
