@@ -34,6 +34,7 @@
 //! let keys: Vec<Vec<u8>> = tree.range(..).map(|kv| kv.unwrap().0).collect();
 //! assert_eq!(keys, vec![b"apple".to_vec()]);
 //! ```
+#![deny(clippy::indexing_slicing)]
 
 mod alloc;
 mod check;

@@ -23,8 +23,10 @@
 //! db.close()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![deny(clippy::indexing_slicing)]
 
 mod alloc;
+mod api_assertions;
 mod catalog;
 mod engine;
 mod error;
