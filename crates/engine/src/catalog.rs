@@ -351,7 +351,7 @@ fn read_file_copy(
         file.read_at(buf, u64::from(page_no) * page_size.bytes() as u64)
     })
     .map_err(|(page_no, fault)| match fault {
-        CopyFault::Read(e) => Error::Io(e),
+        CopyFault::Read(e) => Error::from(e),
         CopyFault::Page(e) => page_error(path, PageId::new(SYSTEM_SPACE, page_no), e),
         CopyFault::MixedGenerations { .. } => Error::Corrupt {
             file: path.to_owned(),

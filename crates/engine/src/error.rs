@@ -1,17 +1,29 @@
 //! The engine's error type: every variant names the file, page or table concerned.
+//!
+//! The public fields hold only std types and types this crate defines, so that the internal crates
+//! (`barracuda-io`, `-page`, `-buffer-pool`, `-btree`) can change without changing this API. The
+//! internal error each variant was made from stays reachable through
+//! [`source()`](std::error::Error::source), for logs and for callers who want every detail.
 
-use std::path::PathBuf;
+use std::error::Error as StdError;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use barracuda_btree::BTreeError;
 use barracuda_buffer_pool::PoolError;
-use barracuda_io::IoError;
+use barracuda_io::{IoError, IoErrorKind as InternalIoKind};
 use barracuda_page::{PageError, PageId};
 
 /// Result of an engine operation.
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Why an engine operation failed.
+///
+/// New variants may be added in later versions (match with a `_` arm), and variants that wrap an
+/// internal error may gain fields (match them with `..`).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// Another `Engine` (in this or another process) has the database open.
     #[error("database {dir} is locked by another opener")]
@@ -25,28 +37,33 @@ pub enum Error {
         /// The directory.
         dir: PathBuf,
     },
-    /// A file operation failed (names the file, operation and offset).
-    #[error(transparent)]
-    Io(#[from] IoError),
-    /// A file-system operation outside page I/O failed (creating directories, removing files).
-    #[error("{path}: {source}")]
-    Fs {
-        /// The path concerned.
-        path: PathBuf,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
+    /// A file-system operation failed: reading, writing, syncing, growing, creating or removing a
+    /// file or directory. The message names the file, the operation and, for page I/O, the byte
+    /// range and the page.
+    #[error("{source}")]
+    #[non_exhaustive]
+    Io {
+        /// The file or directory concerned.
+        file: PathBuf,
+        /// What kind of failure it is (out of space, device error, …).
+        kind: IoErrorKind,
+        /// The failed operation as the I/O layer reported it; the OS error is at the end of the
+        /// source chain (see [`Error::raw_os_error`]).
+        source: Box<dyn StdError + Send + Sync>,
     },
-    /// A page read from disk is bad: checksum, LSN, page id or structure.
-    #[error("{file}: {page}: {source}")]
+    /// A page read from disk is bad: checksum, torn write (LSN mismatch), all zero, another
+    /// page's id, or a broken record structure.
+    #[error("{file}: page {space_id}:{page_no}: {source}")]
+    #[non_exhaustive]
     Page {
         /// The file the page was read from.
         file: PathBuf,
-        /// The page.
-        page: PageId,
-        /// What is wrong with it.
-        #[source]
-        source: PageError,
+        /// The tablespace id the page was expected to carry.
+        space_id: u32,
+        /// The page number (its offset in the file divided by the page size).
+        page_no: u32,
+        /// What is wrong with the page.
+        source: Box<dyn StdError + Send + Sync>,
     },
     /// A file's content is inconsistent in a way not tied to one page checksum.
     #[error("{file}: corrupt: {what}")]
@@ -56,17 +73,50 @@ pub enum Error {
         /// What was expected and what was found.
         what: String,
     },
-    /// The buffer pool could not provide a page.
-    #[error(transparent)]
-    Pool(#[from] PoolError),
-    /// A B-tree operation on a table failed.
+    /// A table's B-tree is inconsistent: a page that passed verification holds records, levels
+    /// or links the tree cannot use.
     #[error("table {table}: {source}")]
+    #[non_exhaustive]
+    CorruptTable {
+        /// The table.
+        table: String,
+        /// Its tablespace id.
+        space_id: u32,
+        /// The page where the inconsistency was found.
+        page_no: u32,
+        /// What was expected and what was found.
+        source: Box<dyn StdError + Send + Sync>,
+    },
+    /// Every frame of the buffer pool stayed pinned for the whole bounded wait, so no page could
+    /// be brought in. Transient under heavy concurrency; persistent means the pool is too small
+    /// for the number of concurrent operations.
+    #[error("all {capacity_pages} buffer pool frames stayed pinned for {waited:?}")]
+    #[non_exhaustive]
+    PoolExhausted {
+        /// The pool's size in pages.
+        capacity_pages: usize,
+        /// How long the request waited.
+        waited: Duration,
+        /// The buffer pool's error.
+        source: Box<dyn StdError + Send + Sync>,
+    },
+    /// The buffer pool failed for another reason (a background thread could not start, a page
+    /// of a tablespace that is no longer open was requested).
+    #[error("buffer pool: {source}")]
+    #[non_exhaustive]
+    BufferPool {
+        /// The buffer pool's error.
+        source: Box<dyn StdError + Send + Sync>,
+    },
+    /// A B-tree operation on a table failed for a reason no other variant describes (page
+    /// allocation, the log refusing a mini-transaction).
+    #[error("table {table}: {source}")]
+    #[non_exhaustive]
     Table {
         /// The table.
         table: String,
         /// The cause.
-        #[source]
-        source: BTreeError,
+        source: Box<dyn StdError + Send + Sync>,
     },
     /// No table of that name.
     #[error("no table named {0:?}")]
@@ -102,7 +152,7 @@ pub enum Error {
         /// The limit.
         max: u64,
     },
-    /// An option this version cannot provide (yet), or an option out of range.
+    /// An option this version cannot provide (yet).
     #[error("unsupported: {0}")]
     Unsupported(String),
     /// An option value out of its range.
@@ -111,32 +161,251 @@ pub enum Error {
     /// A table handle used after its table was dropped (or from another engine).
     #[error("table {0:?} was dropped or belongs to another engine")]
     StaleTable(String),
-    /// A commit failed part-way after an I/O error; the engine refuses further writes so that
-    /// nothing is built on a half-applied batch. Reopen the database.
-    #[error("the engine is read-only after a failed commit: {0}")]
+    /// The engine refuses writes and writes no page any more: a commit failed part-way, an
+    /// `fsync` failed, or a change was left half-done in memory. What was committed since the
+    /// last checkpoint is not written; reopen the database to continue from that checkpoint.
+    #[error("the engine is read-only: {0}")]
     ReadOnly(String),
+    /// The database was not shut down cleanly: pages were written after its last checkpoint.
+    /// Without a redo log (the next version's) such pages may mix old and new states that
+    /// nothing can reconcile, so the database is not opened rather than served possibly torn.
+    #[error(
+        "{dir}: not shut down cleanly: table pages were written after the last checkpoint \
+         (LSN {checkpoint_lsn}) and there is no redo log to make them consistent; restore \
+         from a backup, or inspect the files with `barracuda check`"
+    )]
+    UncleanShutdown {
+        /// The database directory.
+        dir: PathBuf,
+        /// The LSN of the last completed checkpoint.
+        checkpoint_lsn: u64,
+    },
+}
+
+/// What kind of failure an [`Error::Io`] is, so callers can react without matching on errno.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum IoErrorKind {
+    /// ENOSPC or EDQUOT: the file system (or the quota) is full. Freeing space and retrying can
+    /// succeed.
+    NoSpace,
+    /// EIO: the device reported a media or transport error.
+    DeviceError,
+    /// The kernel or file system refuses the operation (EOPNOTSUPP, ENOSYS), e.g. io_uring or
+    /// O_DIRECT where they are not available.
+    Unsupported,
+    /// EPERM or EACCES.
+    PermissionDenied,
+    /// ENOENT: a file the database needs is missing.
+    NotFound,
+    /// A read reached beyond the end of the file: the file is shorter than its header says.
+    PastEof,
+    /// An O_DIRECT request was not aligned to the device's block size.
+    Unaligned,
+    /// Anything else (see [`Error::raw_os_error`]).
+    Other,
+}
+
+impl fmt::Display for IoErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::NoSpace => "no space left",
+            Self::DeviceError => "device error",
+            Self::Unsupported => "unsupported",
+            Self::PermissionDenied => "permission denied",
+            Self::NotFound => "not found",
+            Self::PastEof => "beyond end of file",
+            Self::Unaligned => "unaligned direct I/O",
+            Self::Other => "other",
+        })
+    }
+}
+
+impl IoErrorKind {
+    fn of(kind: InternalIoKind) -> Self {
+        match kind {
+            InternalIoKind::NoSpace => Self::NoSpace,
+            InternalIoKind::Eio => Self::DeviceError,
+            InternalIoKind::Unsupported => Self::Unsupported,
+            InternalIoKind::PermissionDenied => Self::PermissionDenied,
+            InternalIoKind::NotFound => Self::NotFound,
+            InternalIoKind::PastEof => Self::PastEof,
+            InternalIoKind::Unaligned => Self::Unaligned,
+            InternalIoKind::Other => Self::Other,
+        }
+    }
+}
+
+/// A failed file-system call outside page I/O: the path and the OS error.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {source}")]
+struct FsError {
+    path: PathBuf,
+    source: std::io::Error,
 }
 
 impl Error {
+    /// The OS error number behind this error, if it comes from (or imitates) a failed system
+    /// call, found anywhere along its source chain.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        let mut next: Option<&(dyn StdError + 'static)> = StdError::source(self);
+        while let Some(err) = next {
+            if let Some(os) = err.downcast_ref::<std::io::Error>() {
+                return os.raw_os_error();
+            }
+            next = err.source();
+        }
+        None
+    }
+
+    /// The error of a B-tree operation on `table`, lifted to the variant a caller can match:
+    /// key and value limits, buffer pool and page errors, tree corruption with its page.
     pub(crate) fn table(table: &str, source: BTreeError) -> Self {
+        let table = table.to_owned();
         match source {
-            BTreeError::KeyTooLong { len, max } => Self::KeyTooLong {
-                table: table.to_owned(),
-                len,
-                max,
-            },
-            BTreeError::Pool(pool) => Self::Pool(pool),
-            other => Self::Table {
-                table: table.to_owned(),
-                source: other,
+            BTreeError::KeyTooLong { len, max } => Self::KeyTooLong { table, len, max },
+            BTreeError::ValueTooLong { len, max } => Self::ValueTooLong { table, len, max },
+            BTreeError::Pool(pool) => Self::from(pool),
+            BTreeError::Page { page, .. } | BTreeError::Corrupt { page, .. } => {
+                Self::CorruptTable {
+                    table,
+                    space_id: page.space_id,
+                    page_no: page.page_no,
+                    source: Box::new(source),
+                }
+            }
+            other @ (BTreeError::Allocation { .. } | BTreeError::Log(_)) => Self::Table {
+                table,
+                source: Box::new(other),
             },
         }
     }
 
+    /// A failed file-system call on `path` outside page I/O (directories, removing files).
     pub(crate) fn fs(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Fs {
-            path: path.into(),
-            source,
+        let kind = IoErrorKind::of(InternalIoKind::from_io(&source));
+        let path = path.into();
+        Self::Io {
+            file: path.clone(),
+            kind,
+            source: Box::new(FsError { path, source }),
         }
+    }
+
+    /// Page `page` of `file` failed verification for `source`.
+    pub(crate) fn page(file: &Path, page: PageId, source: PageError) -> Self {
+        Self::Page {
+            file: file.to_owned(),
+            space_id: page.space_id,
+            page_no: page.page_no,
+            source: Box::new(source),
+        }
+    }
+
+    /// The engine error a page store error carries, lifted out of the pool's wrapper into a
+    /// variant a caller can match; the pool error stays the source where the inner error cannot
+    /// be moved out of it.
+    fn from_pool(pool: PoolError) -> Self {
+        // The store's error is behind a shared reference: copy out what the lifted variant needs,
+        // then let go of the borrow so `pool` can become the source.
+        let lifted = match &pool {
+            PoolError::Store(store) => match store.inner().downcast_ref::<Error>() {
+                Some(Error::Page {
+                    file,
+                    space_id,
+                    page_no,
+                    source,
+                }) => Lifted::Page {
+                    file: file.clone(),
+                    space_id: *space_id,
+                    page_no: *page_no,
+                    reason: source.downcast_ref::<PageError>().cloned(),
+                },
+                Some(Error::Io { file, kind, .. }) => Lifted::Io {
+                    file: file.clone(),
+                    kind: *kind,
+                },
+                _ => Lifted::None,
+            },
+            PoolError::AllPagesPinned {
+                capacity_pages,
+                waited,
+            } => Lifted::Exhausted {
+                capacity_pages: *capacity_pages,
+                waited: *waited,
+            },
+            _ => Lifted::None,
+        };
+        match lifted {
+            // The pool's wrapper adds only the page id, which a page error names already; the
+            // page crate's reason is `Clone`, so it becomes the source directly.
+            Lifted::Page {
+                file,
+                space_id,
+                page_no,
+                reason,
+            } => Self::Page {
+                file,
+                space_id,
+                page_no,
+                source: match reason {
+                    Some(reason) => Box::new(reason),
+                    None => Box::new(pool),
+                },
+            },
+            // An I/O error cannot be cloned: the pool error (which names the page, then the
+            // operation, file, byte range and OS error) stays the source.
+            Lifted::Io { file, kind } => Self::Io {
+                file,
+                kind,
+                source: Box::new(pool),
+            },
+            Lifted::Exhausted {
+                capacity_pages,
+                waited,
+            } => Self::PoolExhausted {
+                capacity_pages,
+                waited,
+                source: Box::new(pool),
+            },
+            Lifted::None => Self::BufferPool {
+                source: Box::new(pool),
+            },
+        }
+    }
+}
+
+/// What [`Error::from_pool`] copies out of a pool error before taking ownership of it.
+enum Lifted {
+    Page {
+        file: PathBuf,
+        space_id: u32,
+        page_no: u32,
+        reason: Option<PageError>,
+    },
+    Io {
+        file: PathBuf,
+        kind: IoErrorKind,
+    },
+    Exhausted {
+        capacity_pages: usize,
+        waited: Duration,
+    },
+    None,
+}
+
+impl From<IoError> for Error {
+    fn from(err: IoError) -> Self {
+        Self::Io {
+            file: err.path().to_owned(),
+            kind: IoErrorKind::of(err.kind()),
+            source: Box::new(err),
+        }
+    }
+}
+
+impl From<PoolError> for Error {
+    fn from(err: PoolError) -> Self {
+        Self::from_pool(err)
     }
 }

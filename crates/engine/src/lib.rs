@@ -23,7 +23,6 @@
 //! db.close()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-#![deny(clippy::indexing_slicing)]
 
 mod alloc;
 mod api_assertions;
@@ -45,7 +44,7 @@ pub use barracuda_buffer_pool::{FreePagePolicy, PoolStats};
 pub use barracuda_io::Backend as IoBackend;
 pub use barracuda_page::PageSize;
 pub use engine::Engine;
-pub use error::{Error, Result};
+pub use error::{Error, IoErrorKind, Result};
 pub use options::{Durability, EngineOptions, PageCompression, RowFormat, TableOptions};
 pub use status::{EngineStatus, TableStatus};
 pub use table::{Range, Table};

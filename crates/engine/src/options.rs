@@ -10,15 +10,18 @@ use barracuda_page::PageSize;
 
 use crate::error::{Error, Result};
 
-/// When a committed transaction is durable.
+/// When a committed transaction is durable (InnoDB: `innodb_flush_log_at_trx_commit`).
 ///
-/// Until the redo log lands (next issue), data reaches disk at [`Engine::checkpoint`] and
-/// [`Engine::close`]; the setting is stored and reported so that programs written now keep their
-/// meaning (InnoDB: `innodb_flush_log_at_trx_commit` = 1 / 2 / 0).
+/// **Takes effect with the redo log**, which this version does not have yet. Until then every
+/// setting behaves the same: a commit is durable only once a later [`Engine::checkpoint`] or
+/// [`Engine::close`] (or dropping the `Engine`, best effort) has written and synced it; a crash
+/// before that loses it. The setting is accepted now so that programs written against this
+/// version keep their meaning when the redo log lands.
 ///
 /// [`Engine::checkpoint`]: crate::Engine::checkpoint
 /// [`Engine::close`]: crate::Engine::close
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Durability {
     /// Sync the log at every commit (InnoDB `=1`). Default.
     #[default]
@@ -175,6 +178,7 @@ impl EngineOptions {
 
 /// How rows are stored in a table's pages (InnoDB: `ROW_FORMAT`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RowFormat {
     /// Plain pages; large values off-page (InnoDB: `DYNAMIC`). Default.
     #[default]
@@ -191,6 +195,7 @@ pub enum RowFormat {
 /// Compression of whole pages just before they are written, with hole punching
 /// (MariaDB: `PAGE_COMPRESSED`). Not available yet: refused with [`Error::Unsupported`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PageCompression {
     /// zlib at `level` 1–9.
     Zlib {

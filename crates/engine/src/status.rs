@@ -3,21 +3,24 @@
 use std::fmt;
 
 use barracuda_buffer_pool::PoolStats;
-use barracuda_page::{Lsn, PageSize, SpaceId};
+use barracuda_page::PageSize;
 
 use crate::options::TableOptions;
 
-/// A snapshot of the engine's state.
+/// A snapshot of the engine's state. Later versions add fields (so it cannot be built or
+/// destructured exhaustively outside this crate).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct EngineStatus {
     /// The database's page size.
     pub page_size: PageSize,
-    /// Buffer pool counters and list lengths.
+    /// Buffer pool counters, list lengths and the run-time settings in force (free-page policy,
+    /// LRU scan depth, old blocks pct and time, read-ahead).
     pub pool: PoolStats,
     /// The newest LSN handed out (a placeholder counter until the redo log lands).
-    pub current_lsn: Lsn,
+    pub current_lsn: u64,
     /// The oldest modification LSN among dirty pages (what a checkpoint would reach), if any.
-    pub oldest_modification_lsn: Option<Lsn>,
+    pub oldest_modification_lsn: Option<u64>,
     /// Rows returned by point reads (InnoDB: `Innodb_rows_read`, point reads only).
     pub rows_read: u64,
     /// Rows inserted or replaced by committed transactions.
@@ -36,13 +39,14 @@ pub struct EngineStatus {
     pub tables: Vec<TableStatus>,
 }
 
-/// One table's line in the status.
+/// One table's line in the status. Later versions add fields.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct TableStatus {
     /// The table's name.
     pub name: String,
     /// Its tablespace id.
-    pub space_id: SpaceId,
+    pub space_id: u32,
     /// The tablespace's size in pages (file high-water mark).
     pub size_pages: u32,
     /// Bytes the file occupies on disk (`st_blocks`), which hole punching lowers.

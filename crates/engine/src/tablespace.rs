@@ -206,9 +206,5 @@ impl Tablespace {
 }
 
 pub(crate) fn page_error(path: &Path, page: PageId, source: PageError) -> Error {
-    Error::Page {
-        file: path.to_owned(),
-        page,
-        source,
-    }
+    Error::page(path, page, source)
 }
