@@ -1,0 +1,216 @@
+//! The valid databases the mutating mode starts from: built by the engine itself, with real
+//! tables, off-page values and multi-level trees, then read back into memory once per process.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use barracuda_page::PageSize;
+
+use crate::layout::{SYSTEM_FILE, TABLES_DIR};
+use crate::{Engine, EngineOptions, IoBackend, Result, TableOptions};
+
+/// The rows of one table, by key.
+pub(crate) type Rows = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// How many database shapes there are; the mutating mode picks one by index.
+pub(crate) const SHAPES: usize = 4;
+
+/// One file of a database: its path relative to the database directory and its bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DbFile {
+    /// `system.ibs` or `tables/<name>.ibd`.
+    pub(crate) rel: PathBuf,
+    /// The whole file.
+    pub(crate) bytes: Vec<u8>,
+}
+
+/// A generated database: its files (`system.ibs` first, then the tables by name), where their
+/// pages are, and the rows every table must hold.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    /// The page size the database was created with.
+    pub(crate) page_size: PageSize,
+    /// `system.ibs`, then `tables/*.ibd` sorted by name.
+    pub(crate) files: Vec<DbFile>,
+    /// Per file, the numbers of its pages that are not all zero: mutations aim at these.
+    pub(crate) used_pages: Vec<Vec<u32>>,
+    /// Table name → rows, as written.
+    pub(crate) tables: BTreeMap<String, Rows>,
+}
+
+/// Shape `index` (`< SHAPES`), generated on first use and then shared by every input.
+///
+/// # Panics
+/// If the engine cannot build the database: that is a bug the harness must report.
+pub(crate) fn shape(index: usize) -> &'static Shape {
+    static CACHE: [OnceLock<Shape>; SHAPES] = [const { OnceLock::new() }; SHAPES];
+    CACHE[index % SHAPES].get_or_init(|| {
+        generate(index % SHAPES)
+            .unwrap_or_else(|e| panic!("generating fuzzing database shape {index}: {e}"))
+    })
+}
+
+/// Builds shape `index` in a scratch directory and reads its files back. Deterministic: the
+/// same index gives the same bytes, so a crash found by the fuzzer replays in `cargo test`.
+pub(crate) fn generate(index: usize) -> Result<Shape> {
+    let dir = super::scratch_dir();
+    let (page_size, tables) = match index {
+        0 => (PageSize::K4, deep_tree()),
+        1 => (PageSize::K8, churn()),
+        2 => (PageSize::K4, many_small()),
+        _ => (PageSize::K16, wide()),
+    };
+    let options = EngineOptions::default()
+        .page_size(page_size)
+        .buffer_pool_bytes(64 * page_size.bytes())
+        .io_backend(IoBackend::Std);
+    let db = Engine::open(dir.path(), options)?;
+    let mut expected = BTreeMap::new();
+    for plan in tables {
+        let table = db.create_table(plan.name, TableOptions::default())?;
+        let mut rows = Rows::new();
+        for (key, value) in plan.puts {
+            db.put(&table, &key, &value)?;
+            rows.insert(key, value);
+        }
+        for key in plan.deletes {
+            db.delete(&table, &key)?;
+            rows.remove(&key);
+        }
+        if plan.dropped {
+            db.drop_table(plan.name)?;
+        } else {
+            expected.insert(plan.name.to_owned(), rows);
+        }
+    }
+    db.close()?;
+
+    let mut files = vec![read_file(dir.path(), PathBuf::from(SYSTEM_FILE))?];
+    for name in expected.keys() {
+        files.push(read_file(
+            dir.path(),
+            Path::new(TABLES_DIR).join(format!("{name}.ibd")),
+        )?);
+    }
+    let used_pages = files
+        .iter()
+        .map(|f| {
+            f.bytes
+                .chunks(page_size.bytes())
+                .enumerate()
+                .filter(|(_, page)| page.iter().any(|&b| b != 0))
+                .map(|(n, _)| n as u32)
+                .collect()
+        })
+        .collect();
+    Ok(Shape {
+        page_size,
+        files,
+        used_pages,
+        tables: expected,
+    })
+}
+
+fn read_file(dir: &Path, rel: PathBuf) -> Result<DbFile> {
+    let path = dir.join(&rel);
+    let bytes = std::fs::read(&path).map_err(|e| crate::Error::fs(&path, e))?;
+    Ok(DbFile { rel, bytes })
+}
+
+/// What to do to one table while building a shape.
+struct TablePlan {
+    name: &'static str,
+    puts: Vec<(Vec<u8>, Vec<u8>)>,
+    deletes: Vec<Vec<u8>>,
+    /// Created, filled, then dropped: the catalog moves on without it.
+    dropped: bool,
+}
+
+impl TablePlan {
+    fn new(name: &'static str, puts: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
+        Self {
+            name,
+            puts,
+            deletes: Vec::new(),
+            dropped: false,
+        }
+    }
+}
+
+/// A fixed permutation of `0..n` (multiplication by a unit modulo `n`), so that inserts land
+/// all over the tree and splits happen in the middle of pages, not only at the end.
+fn scattered(n: u32) -> impl Iterator<Item = u32> {
+    // 7919 is prime and larger than every `n` used here, hence coprime with it.
+    (0..n).map(move |i| (u64::from(i) * 7919 % u64::from(n)) as u32)
+}
+
+/// A value of `len` bytes that differs per key, so a value read from the wrong row shows.
+fn value(seed: u32, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (seed as usize * 31 + i * 7) as u8 | 1)
+        .collect()
+}
+
+/// 4 KiB pages, one table of height 3: 200-byte key prefixes keep separators long (suffix
+/// truncation cannot shorten them past the prefix), so internal pages fan out only ~15 ways;
+/// every 40th value is off-page (a two-page overflow chain).
+fn deep_tree() -> Vec<TablePlan> {
+    let prefix = vec![b'k'; 200];
+    let puts = scattered(420)
+        .map(|i| {
+            let mut key = prefix.clone();
+            key.extend_from_slice(format!("{i:08}").as_bytes());
+            let len = if i % 40 == 0 {
+                6000
+            } else {
+                100 + (i as usize % 5) * 20
+            };
+            (key, value(i, len))
+        })
+        .collect();
+    vec![TablePlan::new("deep", puts)]
+}
+
+/// 8 KiB pages, an empty table and one that lost a third of its rows after filling (merged
+/// pages, freed pages in the bitmap) and holds one 20 KB value.
+fn churn() -> Vec<TablePlan> {
+    let key = |i: u32| format!("row-{i:05}").into_bytes();
+    let mut puts: Vec<_> = scattered(300).map(|i| (key(i), value(i, 60))).collect();
+    puts.push((key(1000), value(1000, 20_000)));
+    let mut churn = TablePlan::new("churn", puts);
+    churn.deletes = (0..300).filter(|i| i % 3 == 0).map(key).collect();
+    vec![TablePlan::new("empty", Vec::new()), churn]
+}
+
+/// 4 KiB pages, four small tables each with one off-page value, and a fifth table created and
+/// dropped (a later catalog generation, a missing file it used to name).
+fn many_small() -> Vec<TablePlan> {
+    let mut plans: Vec<TablePlan> = ["a", "b", "c", "d"]
+        .into_iter()
+        .enumerate()
+        .map(|(t, name)| {
+            let rows = 1 + 6 * t as u32;
+            let puts = (0..rows)
+                .map(|i| {
+                    let len = if i == 0 { 3000 } else { 10 + i as usize };
+                    (format!("{name}{i:03}").into_bytes(), value(i + 100, len))
+                })
+                .collect();
+            TablePlan::new(name, puts)
+        })
+        .collect();
+    let mut gone = TablePlan::new("gone", vec![(b"x".to_vec(), b"y".to_vec())]);
+    gone.dropped = true;
+    plans.insert(2, gone);
+    plans
+}
+
+/// 16 KiB pages, one table of height 2 with short keys and a 100 KB value (a 7-page chain).
+fn wide() -> Vec<TablePlan> {
+    let mut puts: Vec<_> = scattered(1500)
+        .map(|i| (format!("w{i:06}").into_bytes(), value(i, 24)))
+        .collect();
+    puts.push((b"w999999".to_vec(), value(7, 100_000)));
+    vec![TablePlan::new("wide", puts)]
+}
