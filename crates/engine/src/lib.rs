@@ -30,6 +30,8 @@ mod catalog;
 mod engine;
 mod error;
 pub mod fs;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod inspect;
 mod layout;
 mod options;
