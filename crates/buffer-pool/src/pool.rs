@@ -26,6 +26,8 @@ use crate::{
 pub struct BufferPool {
     inner: Arc<Inner>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The old-blocks time in force, for [`stats`](Self::stats): `Inner`'s copy is private to it.
+    old_blocks_time: Mutex<Duration>,
 }
 
 impl std::fmt::Debug for BufferPool {
@@ -44,10 +46,12 @@ impl BufferPool {
     /// Errors: [`PoolError::InvalidConfig`] if the capacity is below 16 pages;
     /// [`PoolError::Thread`] if a thread cannot be spawned.
     pub fn new(config: PoolConfig, store: Arc<dyn PageStore>) -> Result<Arc<Self>, PoolError> {
+        let old_blocks_time = whole_ms(config.old_blocks_time);
         let inner = Arc::new(Inner::new(config, store)?);
         let pool = Arc::new(Self {
             inner: Arc::clone(&inner),
             threads: Mutex::new(Vec::new()),
+            old_blocks_time: Mutex::new(old_blocks_time),
         });
         inner.manager_running.store(true, SeqCst);
         let m = Arc::clone(&inner);
@@ -136,6 +140,7 @@ impl BufferPool {
     /// (Default 1000 ms, 0 = at once). InnoDB: `innodb_old_blocks_time`.
     pub fn set_old_blocks_time(&self, time: Duration) {
         self.inner.set_old_blocks_time(time);
+        *self.old_blocks_time.lock() = whole_ms(time);
     }
 
     /// Switches read-ahead (Default linear 56, random off). InnoDB: `innodb_read_ahead_threshold`,
@@ -163,6 +168,13 @@ impl BufferPool {
         stats.capacity_pages = inner.capacity;
         stats.policy = inner.policy();
         stats.pending_read_ahead = inner.read_ahead.pending.load(Relaxed);
+        stats.lru_scan_depth = inner.scan_depth();
+        // The ratio is pct × 1024 / 100 rounded down, so rounding up gives the percent back.
+        stats.old_blocks_pct = (inner.old_ratio.load(Relaxed) * 100).div_ceil(1024);
+        stats.old_blocks_time = *self.old_blocks_time.lock();
+        let linear = inner.ra_linear.load(Relaxed);
+        stats.read_ahead_threshold = (linear != u32::MAX).then_some(linear);
+        stats.random_read_ahead = inner.ra_random.load(Relaxed);
         stats
     }
 
@@ -197,6 +209,11 @@ impl Drop for BufferPool {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// `time` at the millisecond resolution the pool keeps it in.
+fn whole_ms(time: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(time.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]

@@ -84,6 +84,7 @@ impl WaitHistogram {
 
 /// Summary of the free-page wait histogram.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct WaitSummary {
     /// Number of requests that found the free list empty and waited (any policy).
     pub count: u64,
@@ -101,6 +102,7 @@ pub struct WaitSummary {
 ///
 /// `Display` prints it like the BUFFER POOL AND MEMORY section of `SHOW ENGINE INNODB STATUS`.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PoolStats {
     /// Page size of the pool.
     pub page_size: PageSize,
@@ -108,6 +110,19 @@ pub struct PoolStats {
     pub capacity_pages: usize,
     /// Free-page policy in force.
     pub policy: FreePagePolicy,
+    /// LRU scan depth in use: the configured depth clamped to at least 100 and at most a quarter
+    /// of the pool (InnoDB: `innodb_lru_scan_depth`).
+    pub lru_scan_depth: usize,
+    /// Share of the LRU kept as the old sublist, percent (InnoDB: `innodb_old_blocks_pct`).
+    pub old_blocks_pct: u32,
+    /// How long after its first access an old page must be touched again to be made young, at
+    /// the pool's millisecond resolution (InnoDB: `innodb_old_blocks_time`).
+    pub old_blocks_time: Duration,
+    /// Linear read-ahead threshold in pages of an extent, `None` = off
+    /// (InnoDB: `innodb_read_ahead_threshold`).
+    pub read_ahead_threshold: Option<u32>,
+    /// Whether random read-ahead is on (InnoDB: `innodb_random_read_ahead`).
+    pub random_read_ahead: bool,
     /// Frames on the free list (InnoDB: "Free buffers", `Innodb_buffer_pool_pages_free`).
     pub free_pages: usize,
     /// Pages in the LRU list (InnoDB: "Database pages" / "LRU len").
@@ -193,6 +208,11 @@ impl PoolStats {
             page_size: PageSize::default(),
             capacity_pages: 0,
             policy: FreePagePolicy::default(),
+            lru_scan_depth: 0,
+            old_blocks_pct: 0,
+            old_blocks_time: Duration::ZERO,
+            read_ahead_threshold: None,
+            random_read_ahead: false,
             free_pages: 0,
             lru_len: 0,
             old_lru_len: 0,
@@ -289,6 +309,18 @@ impl fmt::Display for PoolStats {
             self.free_wait.p99_us,
             self.free_wait.p999_us,
             self.free_wait.max_us
+        )?;
+        let threshold = self
+            .read_ahead_threshold
+            .map_or_else(|| "off".to_owned(), |t| t.to_string());
+        writeln!(
+            f,
+            "Settings: lru_scan_depth {}, old_blocks_pct {}, old_blocks_time {} ms, \
+             read_ahead_threshold {threshold}, random_read_ahead {}",
+            self.lru_scan_depth,
+            self.old_blocks_pct,
+            self.old_blocks_time.as_millis(),
+            if self.random_read_ahead { "on" } else { "off" }
         )
     }
 }

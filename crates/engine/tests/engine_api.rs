@@ -7,9 +7,12 @@
     reason = "big-endian keys sort in numeric order under memcmp"
 )]
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
 use barracuda::{
-    Engine, EngineOptions, Error, FreePagePolicy, PageCompression, PageSize, RowFormat,
-    TableOptions,
+    Engine, EngineOptions, Error, FreePagePolicy, IoErrorKind, PageCompression, PageSize,
+    PoolStats, RowFormat, Table, TableOptions,
 };
 
 fn small(dir: &std::path::Path) -> Engine {
@@ -153,20 +156,63 @@ fn data_larger_than_the_pool_is_evicted_written_and_read_back() {
     assert_eq!(status.rows_written, 20_000);
 }
 
-#[test]
-fn knobs_change_at_run_time_while_threads_work() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = small(dir.path());
-    let t = db.create_table("t", TableOptions::default()).unwrap();
-    for i in 0u32..5_000 {
-        db.put(&t, &i.to_be_bytes(), &[1u8; 200]).unwrap();
+/// 4 KiB pages, 1024 frames: large enough that a linear read-ahead area (256 pages at 4 KiB) is
+/// allowed and that no knob value is clamped by the pool's size.
+fn mid_options() -> EngineOptions {
+    EngineOptions::default()
+        .page_size(PageSize::K4)
+        .buffer_pool_bytes(1024 * 4096)
+}
+
+/// Stores `rows` rows of 200 bytes under big-endian keys `0..rows`, in one transaction.
+fn load(db: &Engine, t: &Table, rows: u32) {
+    let mut tx = db.begin();
+    for i in 0..rows {
+        tx.put(t, &i.to_be_bytes(), &[i as u8; 200]).unwrap();
     }
+    tx.commit().unwrap();
+}
+
+/// Polls the pool's stats until `cond` holds; fails after 30 s naming `what`.
+fn wait_for(db: &Engine, what: &str, cond: impl Fn(&PoolStats) -> bool) -> PoolStats {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let stats = db.status().pool;
+        if cond(&stats) {
+            return stats;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}: {stats}");
+        std::thread::yield_now();
+    }
+}
+
+/// Sets its flag when dropped, so that readers looping on it stop even when the thread that
+/// would stop them panics (a scope joins its threads before passing the panic on).
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+#[test]
+fn knobs_set_at_run_time_are_in_force_while_threads_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Engine::open(dir.path(), mid_options()).unwrap();
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    // ~850 pages: the LRU is longer than 512 pages, so it has an old sublist.
+    load(&db, &t, 15_000);
+    let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
+        let _stop_readers = SetOnDrop(&stop);
         for worker in 0..2u32 {
-            let (db, t) = (&db, &t);
+            let (db, t, stop) = (&db, &t, &stop);
             s.spawn(move || {
-                for i in 0..3_000u32 {
-                    let k = (i * 7 + worker) % 5_000;
+                let mut i = worker;
+                while !stop.load(Ordering::Acquire) {
+                    i = i.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    let k = i % 15_000;
                     assert_eq!(db.get(t, &k.to_be_bytes()).unwrap().unwrap().len(), 200);
                 }
             });
@@ -177,17 +223,108 @@ fn knobs_change_at_run_time_while_threads_work() {
             FreePagePolicy::Eager,
         ] {
             db.set_free_page_policy(policy);
-            db.set_lru_scan_depth(128);
-            db.set_old_blocks_pct(20).unwrap();
-            db.set_old_blocks_time(std::time::Duration::from_millis(10));
-            db.set_read_ahead(None, true);
-            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert_eq!(db.status().pool.policy, policy);
+        }
+        // The depth in use is clamped to 100 ..= a quarter of the pool (256 here).
+        for (set, in_force) in [(150, 150), (250, 250), (20, 100), (10_000, 256)] {
+            db.set_lru_scan_depth(set);
+            assert_eq!(db.status().pool.lru_scan_depth, in_force, "set {set}");
+        }
+        // The old sublist is resized at once to the new share (within InnoDB's tolerance).
+        for pct in [20, 60, 37] {
+            db.set_old_blocks_pct(pct).unwrap();
+            let pool = db.status().pool;
+            assert_eq!(pool.old_blocks_pct, pct);
+            let share = pool.old_lru_len * 100 / pool.lru_len;
+            assert!(share.abs_diff(pct as usize) <= 5, "old share {share}% for {pct}%: {pool}");
+        }
+        for time in [Duration::from_millis(10), Duration::ZERO, Duration::from_secs(1)] {
+            db.set_old_blocks_time(time);
+            assert_eq!(db.status().pool.old_blocks_time, time);
+        }
+        for (linear, random) in [(None, true), (Some(40), false), (Some(56), true)] {
+            db.set_read_ahead(linear, random);
+            let pool = db.status().pool;
+            assert_eq!(
+                (pool.read_ahead_threshold, pool.random_read_ahead),
+                (linear, random)
+            );
         }
     });
+    let text = db.status().to_string();
+    assert!(
+        text.contains("old_blocks_pct 37") && text.contains("read_ahead_threshold 56"),
+        "{text}"
+    );
+    // A refused value leaves the one in force.
     assert!(matches!(
         db.set_old_blocks_pct(99),
         Err(Error::InvalidOption(_))
     ));
+    assert_eq!(db.status().pool.old_blocks_pct, 37);
+}
+
+#[test]
+fn old_blocks_time_decides_whether_old_pages_stay_old() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = small(dir.path());
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    // ~5 times the pool: pages are evicted (the rule applies only once the pool is full) and
+    // every point read below misses.
+    load(&db, &t, 5_000);
+    assert!(db.status().pool.evictions() > 0);
+    let point_reads = || {
+        for k in (0u32..5_000).step_by(7) {
+            assert_eq!(db.get(&t, &k.to_be_bytes()).unwrap().unwrap().len(), 200);
+        }
+    };
+    // 0: an access to an old page is never held back (InnoDB: `innodb_old_blocks_time = 0`).
+    db.set_old_blocks_time(Duration::ZERO);
+    let before = db.status().pool.pages_not_made_young;
+    point_reads();
+    assert_eq!(db.status().pool.pages_not_made_young, before);
+    // An hour: every access to a page read during the run finds it too recent to make young.
+    db.set_old_blocks_time(Duration::from_hours(1));
+    let before = db.status().pool.pages_not_made_young;
+    point_reads();
+    let after = db.status().pool.pages_not_made_young;
+    assert!(after > before, "{after} <= {before}");
+}
+
+#[test]
+fn read_ahead_switched_at_run_time_decides_whether_a_cold_scan_prefetches() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Engine::open(dir.path(), mid_options()).unwrap();
+        let t = db.create_table("t", TableOptions::default()).unwrap();
+        // ~850 pages laid out in key order: more than three read-ahead areas of 256 pages.
+        load(&db, &t, 15_000);
+        db.close().unwrap();
+    }
+    let scan = |db: &Engine| {
+        let t = db.table("t").unwrap();
+        assert_eq!(db.range(&t, ..).unwrap().count(), 15_000);
+    };
+    // Opened with read-ahead off, switched on: the cold scan (fresh pool) prefetches.
+    {
+        let db = Engine::open(dir.path(), mid_options().read_ahead_threshold(None)).unwrap();
+        db.set_read_ahead(Some(56), false);
+        scan(&db);
+        let pool = wait_for(&db, "read-ahead to drain", |p| p.pending_read_ahead == 0);
+        assert!(pool.read_ahead_linear > 0, "{pool}");
+    }
+    // Opened with it on, switched off: nothing is prefetched.
+    {
+        let db = Engine::open(dir.path(), mid_options().read_ahead_threshold(Some(56))).unwrap();
+        db.set_read_ahead(None, false);
+        scan(&db);
+        let pool = db.status().pool;
+        assert_eq!(
+            (pool.read_ahead_linear, pool.pending_read_ahead),
+            (0, 0),
+            "{pool}"
+        );
+    }
 }
 
 #[test]
@@ -210,16 +347,27 @@ fn a_corrupted_page_is_reported_with_file_and_page() {
     let t = db.table("t").unwrap();
     let err = db.get(&t, &5u32.to_be_bytes()).unwrap_err();
     let text = format!("{err}");
-    let chain = std::iter::successors(Some(&err as &dyn std::error::Error), |e| e.source())
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(" / ");
+    let chain = error_chain(&err);
+    // A caller can tell which file and page without parsing the message.
     assert!(
-        chain.contains("t.ibd")
-            && chain.contains("1:1")
-            && chain.to_lowercase().contains("checksum"),
+        matches!(&err, Error::Page { file, space_id, page_no: 1, .. }
+            if file.ends_with("tables/t.ibd") && *space_id == t.space_id()),
+        "{err:?}"
+    );
+    assert!(
+        text.contains("t.ibd")
+            && text.contains(&format!("{}:1", t.space_id()))
+            && text.to_lowercase().contains("checksum"),
         "{text} // {chain}"
     );
+}
+
+/// Every message along an error's source chain, joined.
+fn error_chain(err: &Error) -> String {
+    std::iter::successors(Some(err as &dyn std::error::Error), |e| e.source())
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" / ")
 }
 
 #[test]
@@ -279,5 +427,13 @@ fn a_missing_or_truncated_table_file_is_an_error_naming_it() {
     let err = Engine::open(dir.path(), EngineOptions::default())
         .err()
         .unwrap();
+    assert!(
+        matches!(&err, Error::Io { file, kind: IoErrorKind::NotFound, .. }
+            if file.ends_with("tables/t.ibd")),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("t.ibd"), "{err}");
+    let enoent = std::fs::File::open(&path).unwrap_err().raw_os_error();
+    assert!(enoent.is_some());
+    assert_eq!(err.raw_os_error(), enoent, "{}", error_chain(&err));
 }

@@ -1,6 +1,7 @@
 //! Every free-page policy keeps the engine correct when the data is many times the pool and
 //! several threads read and write at once; the policy may change while they run. If this
 //! breaks, a policy hands out a frame still in use, loses a dirty page, or stalls forever.
+//! Stalls fail the test after a deadline instead of hanging it.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 #![allow(
@@ -8,11 +9,34 @@
     reason = "big-endian keys sort in numeric order under memcmp"
 )]
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 use barracuda::{Engine, EngineOptions, FreePagePolicy, PageSize, TableOptions};
 
 const ROWS: u32 = 12_000;
+/// With a switch planned, writers hold back their keys from here on until it has happened, so
+/// that it always happens while writes are still to come, however the threads are scheduled.
+const HOLD_BACK_FROM: u32 = ROWS * 3 / 4;
+
+/// Spins until `cond` holds; panics naming `what` after two minutes (a stalled policy).
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_mins(2);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::yield_now();
+    }
+}
+
+/// Sets its flag when dropped, so that threads waiting on it finish even when the thread that
+/// would set it panics (a scope joins its threads before passing the panic on).
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
 
 fn value(k: u32, round: u32) -> Vec<u8> {
     let mut v = vec![(k % 251) as u8; 120];
@@ -36,14 +60,22 @@ fn run(policy: FreePagePolicy, switch_to: Option<FreePagePolicy>) {
     }
     tx.commit().unwrap();
     let stop = AtomicBool::new(false);
+    let written = AtomicU32::new(0);
+    let switched = AtomicBool::new(switch_to.is_none());
     std::thread::scope(|s| {
+        let _stop_readers = SetOnDrop(&stop);
+        let _release_writers = SetOnDrop(&switched);
         let writers: Vec<_> = (0..2u32)
             .map(|w| {
-                let (db, t) = (&db, &t);
+                let (db, t, written, switched) = (&db, &t, &written, &switched);
                 s.spawn(move || {
                     // Writer w owns the keys k with k % 2 == w and rewrites them with round 1.
                     for k in (w..ROWS).step_by(2) {
+                        if k >= HOLD_BACK_FROM {
+                            wait_until("the policy switch", || switched.load(Ordering::Acquire));
+                        }
                         db.put(t, &k.to_be_bytes(), &value(k, 1)).unwrap();
+                        written.fetch_add(1, Ordering::Release);
                     }
                 })
             })
@@ -52,7 +84,7 @@ fn run(policy: FreePagePolicy, switch_to: Option<FreePagePolicy>) {
             let (db, t, stop) = (&db, &t, &stop);
             s.spawn(move || {
                 let mut i = r;
-                while !stop.load(Ordering::Relaxed) {
+                while !stop.load(Ordering::Acquire) {
                     i = i.wrapping_mul(1_103_515_245).wrapping_add(12_345);
                     let k = i % ROWS;
                     let v = db.get(t, &k.to_be_bytes()).unwrap().unwrap();
@@ -64,14 +96,33 @@ fn run(policy: FreePagePolicy, switch_to: Option<FreePagePolicy>) {
                 }
             });
         }
-        if let Some(next) = switch_to {
-            std::thread::sleep(std::time::Duration::from_millis(100));
+        let at_switch = switch_to.map(|next| {
+            // Switch once the writers are a quarter through: readers and writers are then
+            // competing for frames under the old policy.
+            wait_until("a quarter of the writes", || {
+                written.load(Ordering::Acquire) >= ROWS / 4
+            });
+            assert_eq!(db.status().pool.policy, policy);
             db.set_free_page_policy(next);
-        }
+            let status = db.status();
+            assert_eq!(status.pool.policy, next);
+            let written_at_switch = written.load(Ordering::Acquire);
+            switched.store(true, Ordering::Release);
+            (written_at_switch, status.pool.evictions())
+        });
         for w in writers {
             w.join().unwrap();
         }
-        stop.store(true, Ordering::Relaxed);
+        if let Some((written_at_switch, evictions_at_switch)) = at_switch {
+            // The new policy served frames to work that was still in flight when it took over.
+            let evictions = db.status().pool.evictions();
+            assert!(
+                written_at_switch < ROWS && evictions > evictions_at_switch,
+                "switched after {written_at_switch} of {ROWS} writes; evictions \
+                 {evictions_at_switch} -> {evictions}"
+            );
+        }
+        stop.store(true, Ordering::Release);
     });
     for k in 0..ROWS {
         assert_eq!(
