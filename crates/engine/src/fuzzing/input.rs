@@ -100,10 +100,10 @@ fn write_sparse(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     static ZERO: [u8; BLOCK] = [0; BLOCK];
     let used = bytes
         .chunks(BLOCK)
-        .rposition(|block| block != &ZERO[..block.len()])
+        .rposition(|block| Some(block) != ZERO.get(..block.len()))
         .map_or(0, |b| ((b + 1) * BLOCK).min(bytes.len()));
     let file = std::fs::File::create(path)?;
-    std::io::Write::write_all(&mut &file, &bytes[..used])?;
+    std::io::Write::write_all(&mut &file, bytes.get(..used).unwrap_or(bytes))?;
     file.set_len(bytes.len() as u64)
 }
 
@@ -152,7 +152,10 @@ fn interesting(selector: u8, pages: u32, page_size: PageSize) -> u32 {
         0xffff,
         0x1_0000,
     ];
-    candidates[usize::from(selector) % candidates.len()]
+    candidates
+        .get(usize::from(selector) % candidates.len())
+        .copied()
+        .unwrap_or(0)
 }
 
 /// Mutating mode: the generated database `shape`, changed by the operations in `data`.
@@ -165,43 +168,46 @@ fn mutated(shape: &'static Shape, data: &[u8]) -> Database {
     while !reader.is_empty() {
         let kind_byte = reader.u8();
         let f = usize::from(reader.u8()) % files.len();
-        let page = choose_page(
-            &shape.used_pages[f],
-            files[f].bytes.len() / ps,
-            reader.u16(),
-        );
+        let used = shape.used_pages.get(f).map_or(&[][..], Vec::as_slice);
+        let page_selector = reader.u16();
         let offset = usize::from(reader.u16()) % ps;
-        let bytes = &mut files[f].bytes;
+        let Some(file) = files.get_mut(f) else {
+            continue;
+        };
+        let bytes = &mut file.bytes;
         let pages = bytes.len() / ps;
-        let Some(page) = page.filter(|&p| p < pages) else {
+        let Some(page) = choose_page(used, pages, page_selector).filter(|&p| p < pages) else {
             continue;
         };
         let at = page * ps + offset;
         match Kind::from_byte(kind_byte) {
-            Kind::Flip => bytes[at] ^= reader.u8().max(1),
+            Kind::Flip => {
+                if let Some(b) = bytes.get_mut(at) {
+                    *b ^= reader.u8().max(1);
+                }
+            }
             Kind::Overwrite => {
                 let len = usize::from(reader.u8());
-                let src = reader.bytes(len);
-                let end = (at + src.len()).min(bytes.len());
-                bytes[at..end].copy_from_slice(&src[..end - at]);
+                put(bytes, at, reader.bytes(len));
             }
-            Kind::PutU32 => put_u32(bytes, at, reader.u32()),
+            Kind::PutU32 => put(bytes, at, &reader.u32().to_le_bytes()),
             Kind::PutSpecial => {
                 let v = interesting(reader.u8(), pages as u32, shape.page_size);
-                put_u32(bytes, at, v);
+                put(bytes, at, &v.to_le_bytes());
             }
             Kind::Truncate => {
                 bytes.truncate(at);
                 continue;
             }
             Kind::CopyPage => {
-                let from = choose_page(&shape.used_pages[f], pages, reader.u16()).unwrap_or(0);
+                let from = choose_page(used, pages, reader.u16()).unwrap_or(0);
                 if from < pages {
                     bytes.copy_within(from * ps..(from + 1) * ps, page * ps);
-                    let image = &mut bytes[page * ps..(page + 1) * ps];
-                    if let Ok(mut header) = FileHeader::read(image) {
-                        header.page_no = page as u32;
-                        header.write(image);
+                    if let Some(image) = bytes.get_mut(page * ps..(page + 1) * ps) {
+                        if let Ok(mut header) = FileHeader::read(image) {
+                            header.page_no = page as u32;
+                            header.write(image);
+                        }
                     }
                 }
             }
@@ -214,7 +220,10 @@ fn mutated(shape: &'static Shape, data: &[u8]) -> Database {
         }
     }
     for (f, page) in touched {
-        if let Some(image) = files[f].bytes.get_mut(page * ps..(page + 1) * ps) {
+        let image = files
+            .get_mut(f)
+            .and_then(|file| file.bytes.get_mut(page * ps..(page + 1) * ps));
+        if let Some(image) = image {
             seal_page(image);
         }
     }
@@ -235,9 +244,13 @@ fn choose_page(used: &[u32], pages: usize, selector: u16) -> Option<usize> {
     }
 }
 
-fn put_u32(bytes: &mut [u8], at: usize, v: u32) {
-    let end = (at + 4).min(bytes.len());
-    bytes[at..end].copy_from_slice(&v.to_le_bytes()[..end - at]);
+/// Copies as much of `src` as fits into `bytes` at `at`.
+fn put(bytes: &mut [u8], at: usize, src: &[u8]) {
+    if let Some(tail) = bytes.get_mut(at..) {
+        for (dst, &b) in tail.iter_mut().zip(src) {
+            *dst = b;
+        }
+    }
 }
 
 /// Letters a raw-mode file name byte outside the table-name alphabet is mapped to.
@@ -248,8 +261,9 @@ const NAME_ALPHABET: &[u8; 64] =
 fn raw(data: &[u8]) -> Database {
     let mut reader = Reader { data };
     let flags = reader.u8();
-    let mut files = vec![raw_file(&mut reader, PathBuf::from(SYSTEM_FILE))];
-    let page_size = SpaceHeader::peek_page_size(&files[0].bytes).unwrap_or(PageSize::K4);
+    let system = raw_file(&mut reader, PathBuf::from(SYSTEM_FILE));
+    let page_size = SpaceHeader::peek_page_size(&system.bytes).unwrap_or(PageSize::K4);
+    let mut files = vec![system];
     while !reader.is_empty() {
         let name_len = usize::from(reader.u8()) % (barracuda_page::catalog::MAX_NAME_LEN + 1);
         let name: String = reader
@@ -259,7 +273,9 @@ fn raw(data: &[u8]) -> Database {
                 if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
                     char::from(b)
                 } else {
-                    char::from(NAME_ALPHABET[usize::from(b) % 64])
+                    NAME_ALPHABET
+                        .get(usize::from(b) % NAME_ALPHABET.len())
+                        .map_or('_', |&c| char::from(c))
                 }
             })
             .collect();

@@ -159,7 +159,7 @@ fn encode_raw(files: &[DbFile], page_size: usize) -> Option<Vec<u8>> {
         out.extend_from_slice(&u16::try_from(used).ok()?.to_le_bytes());
         let pages = file.bytes.len() / page_size;
         out.extend_from_slice(&u16::try_from(pages).ok()?.to_le_bytes());
-        out.extend_from_slice(&file.bytes[..used]);
+        out.extend_from_slice(file.bytes.get(..used)?);
     }
     Some(out)
 }

@@ -45,7 +45,8 @@ pub(crate) struct Shape {
 /// If the engine cannot build the database: that is a bug the harness must report.
 pub(crate) fn shape(index: usize) -> &'static Shape {
     static CACHE: [OnceLock<Shape>; SHAPES] = [const { OnceLock::new() }; SHAPES];
-    CACHE[index % SHAPES].get_or_init(|| {
+    let cell = CACHE.get(index % SHAPES).expect("index % SHAPES < SHAPES");
+    cell.get_or_init(|| {
         generate(index % SHAPES)
             .unwrap_or_else(|e| panic!("generating fuzzing database shape {index}: {e}"))
     })
