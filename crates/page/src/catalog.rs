@@ -213,8 +213,12 @@ mod tests {
         }
     }
 
+    // The round trip itself is the testkit's `law_catalog_page_round_trip`, but its strategy
+    // draws the entry count at random and never past capacity: the edge pinned down here is not
+    // reliably met there. A page of exactly `capacity` entries round-trips, one more is refused,
+    // and 169 fit at 16 KiB (the figure the architecture notes quote).
     #[test]
-    fn catalog_round_trips_at_capacity() {
+    fn a_full_catalog_page_round_trips_and_one_more_entry_is_refused() {
         for ps in PageSize::ALL {
             let page = CatalogPage {
                 next_catalog_page: FIL_NULL,
