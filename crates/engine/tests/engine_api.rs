@@ -181,7 +181,10 @@ fn wait_for(db: &Engine, what: &str, cond: impl Fn(&PoolStats) -> bool) -> PoolS
         if cond(&stats) {
             return stats;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}: {stats}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: {stats}"
+        );
         std::thread::yield_now();
     }
 }
@@ -236,9 +239,16 @@ fn knobs_set_at_run_time_are_in_force_while_threads_work() {
             let pool = db.status().pool;
             assert_eq!(pool.old_blocks_pct, pct);
             let share = pool.old_lru_len * 100 / pool.lru_len;
-            assert!(share.abs_diff(pct as usize) <= 5, "old share {share}% for {pct}%: {pool}");
+            assert!(
+                share.abs_diff(pct as usize) <= 5,
+                "old share {share}% for {pct}%: {pool}"
+            );
         }
-        for time in [Duration::from_millis(10), Duration::ZERO, Duration::from_secs(1)] {
+        for time in [
+            Duration::from_millis(10),
+            Duration::ZERO,
+            Duration::from_secs(1),
+        ] {
             db.set_old_blocks_time(time);
             assert_eq!(db.status().pool.old_blocks_time, time);
         }
