@@ -75,7 +75,7 @@ impl Database {
     pub(crate) fn write_to(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(dir.join(TABLES_DIR))?;
         for file in &self.files {
-            write_sparse(&dir.join(&file.rel), &file.bytes)?;
+            write_sparse(&dir.join(&file.rel), file)?;
         }
         Ok(())
     }
@@ -92,19 +92,13 @@ impl Database {
     }
 }
 
-/// Writes the file up to its last 4 KiB block that is not all zero and extends it to its full
-/// length without writing the zero tail (tables are a whole extent, mostly unwritten). Blocks
-/// are compared with a zero block (`memcmp`), which is what keeps this off the fuzzer's profile.
-fn write_sparse(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    const BLOCK: usize = 4096;
-    static ZERO: [u8; BLOCK] = [0; BLOCK];
-    let used = bytes
-        .chunks(BLOCK)
-        .rposition(|block| Some(block) != ZERO.get(..block.len()))
-        .map_or(0, |b| ((b + 1) * BLOCK).min(bytes.len()));
-    let file = std::fs::File::create(path)?;
-    std::io::Write::write_all(&mut &file, bytes.get(..used).unwrap_or(bytes))?;
-    file.set_len(bytes.len() as u64)
+/// Writes the file's data and extends it to its full length without writing the zero tail
+/// (tables are a whole extent, mostly unwritten).
+fn write_sparse(path: &Path, file: &DbFile) -> std::io::Result<()> {
+    let bytes = &file.bytes;
+    let out = std::fs::File::create(path)?;
+    std::io::Write::write_all(&mut &out, bytes.get(..file.data_len).unwrap_or(bytes))?;
+    out.set_len(bytes.len() as u64)
 }
 
 /// A cursor over the input that yields zeros once it runs out, so every input decodes.
@@ -174,11 +168,13 @@ fn mutated(shape: &'static Shape, data: &[u8]) -> Database {
         let Some(file) = files.get_mut(f) else {
             continue;
         };
-        let bytes = &mut file.bytes;
-        let pages = bytes.len() / ps;
+        let pages = file.bytes.len() / ps;
         let Some(page) = choose_page(used, pages, page_selector).filter(|&p| p < pages) else {
             continue;
         };
+        // Writes start in `page` and may run into the next one (at most 255 bytes).
+        file.data_len = file.data_len.max((page + 2) * ps).min(file.bytes.len());
+        let bytes = &mut file.bytes;
         let at = page * ps + offset;
         match Kind::from_byte(kind_byte) {
             Kind::Flip => {
@@ -197,6 +193,7 @@ fn mutated(shape: &'static Shape, data: &[u8]) -> Database {
             }
             Kind::Truncate => {
                 bytes.truncate(at);
+                file.data_len = file.data_len.min(at);
                 continue;
             }
             Kind::CopyPage => {
@@ -288,7 +285,8 @@ fn raw(data: &[u8]) -> Database {
     if flags & RAW_RESEAL != 0 {
         for file in &mut files {
             // Never-written (all-zero) pages stay so: they are legal where the bitmap says free.
-            for page in file.bytes.chunks_exact_mut(page_size.bytes()) {
+            let data = file.bytes.get_mut(..file.data_len).unwrap_or_default();
+            for page in data.chunks_exact_mut(page_size.bytes()) {
                 if page.iter().any(|&b| b != 0) {
                     seal_page(page);
                 }
@@ -311,10 +309,15 @@ fn raw_file(reader: &mut Reader<'_>, rel: PathBuf) -> DbFile {
     let len = usize::from(reader.u16());
     let pages = usize::from(reader.u16());
     let mut bytes = reader.bytes(len).to_vec();
+    let data_len = bytes.len();
     let page_size = SpaceHeader::peek_page_size(&bytes).map_or(4096, PageSize::bytes);
     let padded = (pages * page_size).min(MAX_RAW_FILE);
     if bytes.len() < padded {
         bytes.resize(padded, 0);
     }
-    DbFile { rel, bytes }
+    DbFile {
+        rel,
+        bytes,
+        data_len,
+    }
 }

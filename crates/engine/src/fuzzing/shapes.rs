@@ -23,6 +23,9 @@ pub(crate) struct DbFile {
     pub(crate) rel: PathBuf,
     /// The whole file.
     pub(crate) bytes: Vec<u8>,
+    /// Every byte from here on is zero: only the bytes before are written out (the rest of a
+    /// table's first extent is a hole), and nothing is scanned to find out.
+    pub(crate) data_len: usize,
 }
 
 /// A generated database: its files (`system.ibs` first, then the tables by name), where their
@@ -94,6 +97,10 @@ pub(crate) fn generate(index: usize) -> Result<Shape> {
             Path::new(TABLES_DIR).join(format!("{name}.ibd")),
         )?);
     }
+    for file in &mut files {
+        let ps = page_size.bytes();
+        file.data_len = (file.data_len.div_ceil(ps) * ps).min(file.bytes.len());
+    }
     let used_pages = files
         .iter()
         .map(|f| {
@@ -116,7 +123,12 @@ pub(crate) fn generate(index: usize) -> Result<Shape> {
 fn read_file(dir: &Path, rel: PathBuf) -> Result<DbFile> {
     let path = dir.join(&rel);
     let bytes = std::fs::read(&path).map_err(|e| crate::Error::fs(&path, e))?;
-    Ok(DbFile { rel, bytes })
+    let data_len = bytes.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+    Ok(DbFile {
+        rel,
+        bytes,
+        data_len,
+    })
 }
 
 /// What to do to one table while building a shape.
