@@ -41,7 +41,7 @@ fn crafted_total_len_is_refused(total_len: u64) {
     let tmp = tempfile::tempdir().unwrap();
     let db = Engine::open(tmp.path(), options()).unwrap();
     let t = db.create_table("t", TableOptions::default()).unwrap();
-    db.put(&t, KEY, &[0xAB; 20_000]).unwrap(); // off-page at 4 KiB pages
+    db.put(&t, KEY, &vec![0xAB; 20_000]).unwrap(); // off-page at 4 KiB pages
     db.close().unwrap();
 
     let path = tmp.path().join("tables/t.ibd");

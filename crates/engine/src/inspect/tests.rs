@@ -36,7 +36,11 @@ fn database_with_overflow_chains(dir: &Path) -> PathBuf {
 
 /// The overflow pages of `t`, with their `prev` links.
 fn overflow_pages(dir: &Path) -> Vec<(PageNo, PageNo)> {
-    let pages = inspect_database(dir, Some("t")).unwrap()[0].file_pages;
+    let pages = inspect_database(dir, Some("t"))
+        .unwrap()
+        .first()
+        .expect("table t is reported")
+        .file_pages;
     (0..pages)
         .filter_map(|page_no| {
             let view = decode_page(dir, "t", page_no).unwrap();
@@ -56,7 +60,7 @@ fn a_multi_page_overflow_value_passes_check_cleanly() {
     let report = check_database(tmp.path()).unwrap();
     assert!(report.is_clean(), "{report}");
     assert!(report.warnings.is_empty(), "{report}");
-    let table = &report.tables[0];
+    let table = report.tables.first().expect("one table");
     assert_eq!(table.records, 20, "{report}");
     assert_eq!(
         table.overflow_pages, 8,
@@ -92,7 +96,9 @@ fn a_wrong_overflow_prev_link_is_a_problem_naming_file_and_page() {
     let mut bytes = std::fs::read(&file).unwrap();
     let ps = PAGE_SIZE.bytes();
     for (target, link) in [(page_no, FIL_NULL), (first, page_no)] {
-        let page = &mut bytes[target as usize * ps..(target as usize + 1) * ps];
+        let page = bytes
+            .get_mut(target as usize * ps..(target as usize + 1) * ps)
+            .expect("the chain page is inside the file");
         let mut header = FileHeader::read(page).unwrap();
         assert_eq!(header.page_type, PageType::Overflow);
         header.prev = link;
@@ -151,12 +157,14 @@ fn a_bad_catalog_copy_is_named_and_the_other_copy_wins() {
     };
     let system = tmp.path().join(super::SYSTEM_FILE_NAME);
     let mut bytes = std::fs::read(&system).unwrap();
-    bytes[older as usize * PAGE_SIZE.bytes() + 100] ^= 0x5a;
+    *bytes
+        .get_mut(older as usize * PAGE_SIZE.bytes() + 100)
+        .expect("the older copy is inside system.ibs") ^= 0x5a;
     std::fs::write(&system, bytes).unwrap();
 
     let report = check_database(tmp.path()).unwrap();
     assert_eq!(report.problems.len(), 1, "{report}");
-    let problem = &report.problems[0];
+    let problem = report.problems.first().expect("a problem is reported");
     assert_eq!(
         (problem.file.as_path(), problem.page_no),
         (system.as_path(), Some(older))
