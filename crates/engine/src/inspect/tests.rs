@@ -1,6 +1,6 @@
 //! The checker against databases written by the engine: a multi-page overflow chain, with its
 //! `prev` links (FORMATS.md §6), checks clean; a wrong `prev` link is a problem naming the file
-//! and the page.
+//! and the page; a hostile table name in the catalog is a problem, never a path followed.
 
 use std::path::{Path, PathBuf};
 
@@ -184,4 +184,48 @@ fn a_bad_catalog_copy_is_named_and_the_other_copy_wins() {
     let t = db.table("t").unwrap();
     assert_eq!(db.get(&t, b"k\x01").unwrap(), Some(vec![1; 10]));
     db.close().unwrap();
+}
+
+#[test]
+fn the_checker_does_not_follow_a_hostile_table_name_out_of_the_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    database_with_overflow_chains(&dir);
+    // `tables/../../escape.ibd`: a file the checker must neither open nor report on.
+    let decoy = tmp.path().join("escape.ibd");
+    std::fs::write(&decoy, b"not a tablespace").unwrap();
+    let system = dir.join(super::SYSTEM_FILE_NAME);
+    let mut bytes = std::fs::read(&system).unwrap();
+    for page_no in [1usize, 2] {
+        let ps = PAGE_SIZE.bytes();
+        let page = bytes
+            .get_mut(page_no * ps..(page_no + 1) * ps)
+            .expect("both catalog copies are inside system.ibs");
+        let mut catalog = barracuda_page::CatalogPage::read(page, PAGE_SIZE).unwrap();
+        catalog
+            .entries
+            .first_mut()
+            .expect("table t is in the catalog")
+            .name = "../../escape".to_owned();
+        catalog.write(page, PAGE_SIZE).unwrap();
+        seal_page(page);
+    }
+    std::fs::write(&system, bytes).unwrap();
+
+    let report = check_database(&dir).unwrap();
+    let problem = report
+        .problems
+        .iter()
+        .find(|p| p.reason.contains("\"../../escape\""))
+        .expect("the hostile name is a problem");
+    assert_eq!(problem.file, system);
+    assert!(
+        report.problems.iter().all(|p| p.file != decoy),
+        "{:?}",
+        report.problems
+    );
+    assert!(matches!(
+        decode_page(&dir, "../../escape", 0),
+        Err(crate::Error::InvalidTableName { .. })
+    ));
 }
