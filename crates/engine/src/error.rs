@@ -409,3 +409,136 @@ impl From<PoolError> for Error {
         Self::from_pool(err)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use barracuda_buffer_pool::StoreError;
+    use barracuda_io::faulty::ErrorKind as Fault;
+    use barracuda_io::Op;
+
+    use super::*;
+
+    const ID: PageId = PageId::new(3, 7);
+
+    fn file() -> PathBuf {
+        PathBuf::from("/db/tables/t.ibd")
+    }
+
+    fn through_pool(inner: Error) -> Error {
+        Error::from(PoolError::Store(StoreError::new(ID, inner)))
+    }
+
+    #[test]
+    fn a_bad_page_from_the_store_names_file_and_page_with_the_page_crate_reason() {
+        let reason = PageError::ChecksumMismatch {
+            page: ID,
+            stored: 1,
+            computed: 2,
+        };
+        let err = through_pool(Error::page(&file(), ID, reason.clone()));
+        assert!(
+            matches!(&err, Error::Page { file: f, space_id: 3, page_no: 7, .. } if *f == file()),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.source().and_then(|s| s.downcast_ref::<PageError>()),
+            Some(&reason)
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("t.ibd") && text.contains("3:7") && text.contains("checksum"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_io_error_from_the_store_keeps_its_kind_and_os_error() {
+        for (fault, kind) in [
+            (Fault::Enospc, IoErrorKind::NoSpace),
+            (Fault::Eio, IoErrorKind::DeviceError),
+        ] {
+            let io = IoError::from_errno(Op::Write, &file(), 7 * 4096, 4096, fault.errno());
+            let err = through_pool(Error::from(io));
+            assert!(
+                matches!(&err, Error::Io { file: f, kind: k, .. } if *f == file() && *k == kind),
+                "{err:?}"
+            );
+            assert_eq!(err.raw_os_error(), Some(fault.errno()));
+            let text = err.to_string();
+            assert!(text.contains("t.ibd") && text.contains("3:7"), "{text}");
+        }
+    }
+
+    #[test]
+    fn pool_errors_become_typed_variants() {
+        let waited = Duration::from_millis(1500);
+        let err = Error::from(PoolError::AllPagesPinned {
+            capacity_pages: 16,
+            waited,
+        });
+        assert!(
+            matches!(&err, Error::PoolExhausted { capacity_pages: 16, waited: w, .. } if *w == waited),
+            "{err:?}"
+        );
+        assert!(err
+            .source()
+            .is_some_and(<dyn std::error::Error>::is::<PoolError>));
+        let err = through_pool(Error::Corrupt {
+            file: file(),
+            what: "x".into(),
+        });
+        assert!(matches!(err, Error::BufferPool { .. }), "{err:?}");
+        let err = Error::from(PoolError::Store(StoreError::new(
+            ID,
+            "tablespace 3 is not open",
+        )));
+        assert!(matches!(err, Error::BufferPool { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn tree_errors_name_the_table_and_keep_the_page() {
+        let corrupt = BTreeError::Corrupt {
+            page: ID,
+            what: "child at level 2 under a level-0 parent".into(),
+        };
+        let err = Error::table("t", corrupt);
+        assert!(
+            matches!(&err, Error::CorruptTable { table, space_id: 3, page_no: 7, .. } if table == "t"),
+            "{err:?}"
+        );
+        assert!(err
+            .source()
+            .is_some_and(<dyn std::error::Error>::is::<BTreeError>));
+        let err = Error::table("t", BTreeError::ValueTooLong { len: 9, max: 8 });
+        assert!(
+            matches!(&err, Error::ValueTooLong { table, len: 9, max: 8 } if table == "t"),
+            "{err:?}"
+        );
+        let pinned = PoolError::AllPagesPinned {
+            capacity_pages: 16,
+            waited: Duration::ZERO,
+        };
+        let err = Error::table("t", BTreeError::Pool(pinned));
+        assert!(matches!(err, Error::PoolExhausted { .. }), "{err:?}");
+        let err = Error::table("t", BTreeError::Log("log full".into()));
+        assert!(
+            matches!(&err, Error::Table { table, .. } if table == "t"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_failed_file_system_call_names_the_path() {
+        let err = Error::fs(
+            "/db/tables",
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        );
+        assert!(
+            matches!(&err, Error::Io { kind: IoErrorKind::NotFound, file, .. } if file.ends_with("tables")),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("/db/tables"), "{err}");
+    }
+}

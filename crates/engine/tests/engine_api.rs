@@ -372,6 +372,48 @@ fn a_corrupted_page_is_reported_with_file_and_page() {
     );
 }
 
+#[test]
+fn io_errors_carry_their_kind_file_and_os_error() {
+    use barracuda::fs::{FaultError, FaultyFileSystem, OpKind};
+
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultyFileSystem::new();
+    let options = EngineOptions::default()
+        .page_size(PageSize::K4)
+        .buffer_pool_bytes(64 * 4096)
+        .file_system(std::sync::Arc::new(fs.clone()));
+    {
+        let db = Engine::open(dir.path(), options.clone()).unwrap();
+        let t = db.create_table("t", TableOptions::default()).unwrap();
+        db.put(&t, b"k", b"v").unwrap();
+        // The disk fills up under the checkpoint's page writes.
+        fs.fail_nth(OpKind::Write, 1, FaultError::Enospc);
+        let err = db.checkpoint().unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { kind: IoErrorKind::NoSpace, file, .. }
+                if file.starts_with(dir.path())),
+            "{err:?}"
+        );
+        assert_eq!(err.raw_os_error(), Some(FaultError::Enospc.errno()));
+        // Space again: the next checkpoint writes everything.
+        db.close().unwrap();
+    }
+    let db = Engine::open(dir.path(), options).unwrap();
+    let t = db.table("t").unwrap();
+    // The device fails the first read of the table's pages (the root, on this cold pool).
+    fs.fail_nth(OpKind::Read, 1, FaultError::Eio);
+    let err = db.get(&t, b"k").unwrap_err();
+    assert!(
+        matches!(&err, Error::Io { kind: IoErrorKind::DeviceError, file, .. }
+            if file.ends_with("tables/t.ibd")),
+        "{err:?}"
+    );
+    assert_eq!(err.raw_os_error(), Some(FaultError::Eio.errno()));
+    assert!(err.to_string().contains("t.ibd"), "{}", error_chain(&err));
+    // A failed read changes nothing: the row is there.
+    assert_eq!(db.get(&t, b"k").unwrap(), Some(b"v".to_vec()));
+}
+
 /// Every message along an error's source chain, joined.
 fn error_chain(err: &Error) -> String {
     std::iter::successors(Some(err as &dyn std::error::Error), |e| e.source())
