@@ -18,8 +18,9 @@
 //! table, a dropped table). The rest is a list of mutations, each
 //! `[kind: u8][file: u8][page: u16][offset: u16][operand]` (little-endian): `file` indexes
 //! `system.ibs` then the tables by name; `page` is an index into the pages of the file that
-//! hold data, or any page number with its top bit set; `kind` is one of
-//! [`Kind`](input::Kind) (byte flip, overwrite, `u32`, special `u32`, truncate, page copy).
+//! hold data, or any page number with its top bit set; `kind` modulo 6 is a byte flip, an
+//! overwrite, a `u32`, a special `u32` (0, `FIL_NULL`, the file's page count, …), a truncation,
+//! or a copy of another page (re-stamped with this page's number).
 //! Mutated pages are re-sealed (checksum and trailer) afterwards so the mutation reaches the
 //! decoders — unless the kind byte's top bit is set. No mutation at all leaves the database
 //! valid, and then everything must succeed.
@@ -33,7 +34,8 @@
 //! # Environment
 //! The directory is a fresh temporary directory on `/dev/shm` (tmpfs) when it exists, else in
 //! the system's temporary directory; the engine runs with a 32-page pool and the `Std` I/O
-//! back end.
+//! back end. Real files rather than an in-memory [`FileSystem`](crate::fs::FileSystem): the
+//! offline checker reads the directory with `std::fs`, and both must see the same bytes.
 
 mod input;
 mod shapes;
