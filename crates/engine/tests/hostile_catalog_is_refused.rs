@@ -1,7 +1,8 @@
 //! Bytes on disk are untrusted: a `system.ibs` crafted with valid checksums but a hostile table
 //! name, duplicate or stale ids, or a root page outside its file, and a tablespace whose header
-//! claims more pages than the file holds, are refused at open with `Error::Corrupt` naming the
-//! file — before any path built from those bytes is opened or removed.
+//! claims more pages than the file holds or another page size than the catalog's, are refused
+//! at open with an error naming the file — before any path built from those bytes is opened or
+//! removed.
 #![expect(
     clippy::unwrap_used,
     reason = "shared helpers called from #[test] fns; allow-unwrap-in-tests covers only the fns"
@@ -124,6 +125,28 @@ fn a_space_header_larger_than_its_file_is_refused() {
     std::fs::write(&path, bytes).unwrap();
     let what = refused(&dir, "tables/a.ibd");
     assert!(what.contains(&u32::MAX.to_string()), "{what}");
+}
+
+#[test]
+fn a_tablespace_of_another_page_size_than_the_catalog_is_refused() {
+    let (_tmp, dir) = database();
+    let path = dir.join("tables/b.ibd");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let page0 = &mut bytes[..PS.bytes()];
+    page0[barracuda_page::space::OFF_SPACE_PAGE_SHIFT] = PageSize::K16.shift();
+    seal_page(page0);
+    std::fs::write(&path, bytes).unwrap();
+    match Engine::open(&dir, options()).err().unwrap() {
+        Error::Page {
+            file,
+            page_no: 0,
+            source,
+            ..
+        } if file.ends_with("tables/b.ibd") => {
+            assert!(source.to_string().contains("page size"), "{source}");
+        }
+        other => panic!("expected Error::Page naming tables/b.ibd page 0, got {other:?}"),
+    }
 }
 
 #[test]
