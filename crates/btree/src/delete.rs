@@ -5,14 +5,14 @@ use barracuda_buffer_pool::ExclusiveGuard;
 use barracuda_page::PageId;
 
 use crate::error::{BTreeError, Result};
-use crate::insert::Previous;
+use crate::held::Held;
+use crate::insert::{free_unreachable_chain, Previous};
 use crate::mtr::Mtr;
 use crate::node::{self, NodeMut, NodeRef, Value};
-use crate::overflow;
 use crate::tree::BTree;
 
 impl BTree {
-    /// Removes `key`. Returns whether it was present.
+    /// Removes `key`. Returns whether it was present. All or nothing, like [`put`](Self::put).
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         if key.len() > node::max_key_len(self.ctx.pool.page_size()) {
             return Ok(false);
@@ -22,29 +22,28 @@ impl BTree {
             None => self.delete_pessimistic(key)?,
         };
         if let Previous::Overflow { first_page } = previous {
-            overflow::free_chain(self, first_page)?;
+            free_unreachable_chain(self, first_page);
         }
         Ok(previous != Previous::Absent)
     }
 
     /// Removes the record from its leaf when the leaf stays at least a quarter full (or is the
-    /// root). `None` means the removal would leave the leaf under-full.
+    /// root). `None` means the removal would leave the leaf under-full (the leaf was not changed).
     fn delete_optimistic(&self, key: &[u8]) -> Result<Option<Previous>> {
         let mut leaf = self.descend_leaf_exclusive(key)?;
         let id = leaf.page_id();
-        let previous = {
-            let mut node = NodeMut::open(&mut leaf, id, self)?;
+        let (pos, previous) = {
+            let node = NodeRef::open(&leaf, id, self)?;
             let Ok(pos) = node.search(key) else {
                 return Ok(Some(Previous::Absent));
             };
-            let previous = Previous::of(node.value(pos)?);
             let after = node.used_space().saturating_sub(node.record_size_at(pos)?);
             if id.page_no != self.root && after < node.underflow_threshold() {
                 return Ok(None);
             }
-            node.remove(pos)?;
-            previous
+            (pos, Previous::of(node.value(pos)?))
         };
+        NodeMut::open(&mut leaf, id, self)?.remove(pos)?;
         let mut mtr = Mtr::new(self.ctx.log.as_ref());
         mtr.changed(leaf);
         mtr.commit()?;
@@ -59,37 +58,71 @@ impl BTree {
                 && node.used_space().saturating_sub(largest) >= node.underflow_threshold()
         })?;
         let id = guard.page_id();
-        let previous = {
-            let mut leaf = NodeMut::open(&mut guard, id, self)?;
+        let (pos, previous) = {
+            let leaf = NodeRef::open(&guard, id, self)?;
             match leaf.search(key) {
-                Ok(pos) => {
-                    let previous = Previous::of(leaf.value(pos)?);
-                    leaf.remove(pos)?;
-                    previous
-                }
-                Err(_) => Previous::Absent,
+                Ok(pos) => (pos, Previous::of(leaf.value(pos)?)),
+                Err(_) => return Ok(Previous::Absent),
             }
         };
+        // Everything that can fail comes before the first change.
+        let mut held = self.acquire_for_rebalance(&guard, &path)?;
         let mut mtr = Mtr::new(self.ctx.log.as_ref());
+        NodeMut::open(&mut guard, id, self)?.remove(pos)?;
         let mut freed = Vec::new();
-        if previous == Previous::Absent {
-            drop(guard);
-        } else {
-            self.rebalance(&mut mtr, guard, path, &mut freed)?;
-        }
+        self.rebalance(&mut mtr, &mut held, guard, path, &mut freed)?;
         mtr.commit()?;
+        drop(held);
         for page in freed {
-            self.ctx.alloc.free(page)?;
+            // Unlinked by the committed change: a failure leaks the page, it does not undo it.
+            if let Err(err) = self.ctx.alloc.free(page) {
+                tracing::warn!(%err, %page, "could not free a page emptied by a merge; it leaks");
+            }
         }
         Ok(previous)
     }
 
+    /// Latches what the rebalance after removing a record from `leaf` may need, with `path` its
+    /// latched ancestors (top first): for every node that may become under-full, the sibling
+    /// [`rebalance`](Self::rebalance) will pair it with and the right neighbour of the pair
+    /// (its back link changes when the pair merges). The top of the path is safe (or the root),
+    /// so it needs nothing.
+    fn acquire_for_rebalance<'a>(
+        &'a self,
+        leaf: &ExclusiveGuard<'a>,
+        path: &[(ExclusiveGuard<'a>, usize)],
+    ) -> Result<Held<'a>> {
+        let mut held = Held::new(self);
+        let mut node = leaf;
+        for (parent, idx) in path.iter().rev() {
+            let parent_node = NodeRef::open(parent, parent.page_id(), self)?;
+            if let Some(sibling_idx) = sibling_index(*idx, parent_node.len()) {
+                let sibling = parent_node.child(sibling_idx)?;
+                held.latch(sibling)?;
+                let right_next = if sibling_idx > *idx {
+                    let right = held.get(sibling).ok_or_else(|| {
+                        BTreeError::corrupt(parent.page_id(), "sibling vanished from the plan")
+                    })?;
+                    NodeRef::open(right, right.page_id(), self)?.next()
+                } else {
+                    NodeRef::open(node, node.page_id(), self)?.next()
+                };
+                if let Some(next) = right_next {
+                    held.latch(next)?;
+                }
+            }
+            node = parent;
+        }
+        Ok(held)
+    }
+
     /// Restores the fill invariant bottom-up after a removal: an under-full node is merged into
     /// a sibling when both fit in three quarters of a page, or (leaves) takes records from a
-    /// richer sibling; a root left with one child absorbs it.
+    /// richer sibling; a root left with one child absorbs it. Takes pages only from `held`.
     fn rebalance<'a>(
         &'a self,
         mtr: &mut Mtr<'a>,
+        held: &mut Held<'a>,
         mut guard: ExclusiveGuard<'a>,
         mut path: Vec<(ExclusiveGuard<'a>, usize)>,
         freed: &mut Vec<PageId>,
@@ -101,9 +134,6 @@ impl BTree {
                 (node.used_space(), node.underflow_threshold())
             };
             let Some((mut parent, idx)) = path.pop() else {
-                if id.page_no == self.root {
-                    return self.lower_root(mtr, guard, freed);
-                }
                 mtr.changed(guard);
                 return Ok(());
             };
@@ -113,21 +143,23 @@ impl BTree {
             }
             let parent_id = parent.page_id();
             let siblings = NodeRef::open(&parent, parent_id, self)?.len();
-            if siblings < 2 {
+            let Some(sibling_idx) = sibling_index(idx, siblings) else {
                 mtr.changed(guard);
                 return Ok(());
-            }
-            // Latch the sibling. Going left while holding the node is deadlock-free because the
-            // parent is held exclusively: no other structure change can reach either page.
-            let (left_idx, mut left, mut right) = if idx + 1 < siblings {
-                let sibling = self.child_guard(&parent, idx + 1)?;
+            };
+            // The sibling was latched by `acquire_for_rebalance`. Going left while holding the
+            // node is deadlock-free because the parent is held exclusively: no other structure
+            // change can reach either page.
+            let sibling_no = NodeRef::open(&parent, parent_id, self)?.child(sibling_idx)?;
+            let sibling = held.take_latched(sibling_no)?;
+            let (left_idx, mut left, mut right) = if sibling_idx > idx {
                 (idx, guard, sibling)
             } else {
-                let sibling = self.child_guard(&parent, idx - 1)?;
-                (idx - 1, sibling, guard)
+                (sibling_idx, sibling, guard)
             };
             let right_idx = left_idx + 1;
-            let merged = self.try_merge(mtr, &mut parent, right_idx, &mut left, &mut right)?;
+            let merged =
+                self.try_merge(mtr, held, &mut parent, right_idx, &mut left, &mut right)?;
             if merged {
                 freed.push(right.page_id());
                 mtr.changed(right);
@@ -135,14 +167,17 @@ impl BTree {
                 let single_child = NodeRef::open(&parent, parent_id, self)?.len() == 1;
                 if path.is_empty() && parent_id.page_no == self.root && single_child {
                     // The root keeps one child: it absorbs it now, while the child's latch is
-                    // still ours (re-latching it through the pool would wait on ourselves).
+                    // still ours (re-latching it through the pool would wait on ourselves). The
+                    // child is the merge of two nodes, so it is a leaf or has two children or
+                    // more: one absorption is all it takes.
                     NodeMut::copy_page(&mut parent, &left, parent_id)?;
                     NodeMut::open(&mut parent, parent_id, self)?.set_links(None, None);
                     let left_id = left.page_id();
                     NodeMut::mark_free(&mut left, left_id);
                     freed.push(left_id);
                     mtr.changed(left);
-                    return self.lower_root(mtr, parent, freed);
+                    mtr.changed(parent);
+                    return Ok(());
                 }
                 mtr.changed(left);
                 guard = parent;
@@ -156,17 +191,12 @@ impl BTree {
         }
     }
 
-    fn child_guard(&self, parent: &ExclusiveGuard<'_>, idx: usize) -> Result<ExclusiveGuard<'_>> {
-        let node = NodeRef::open(parent, parent.page_id(), self)?;
-        let child = self.page_id(node.child(idx)?);
-        Ok(self.ctx.pool.get_exclusive(child)?)
-    }
-
     /// Moves all of `right` into `left` when the result fills at most three quarters of a page;
     /// unlinks and frees `right` and removes its separator from the parent.
     fn try_merge<'a>(
         &'a self,
         mtr: &mut Mtr<'a>,
+        held: &mut Held<'a>,
         parent: &mut ExclusiveGuard<'a>,
         right_idx: usize,
         left: &mut ExclusiveGuard<'a>,
@@ -191,6 +221,7 @@ impl BTree {
         if !fits {
             return Ok(false);
         }
+        let next = right_next.map(|n| held.take_latched(n)).transpose()?;
         {
             let r = NodeRef::open(right, right_id, self)?;
             let mut l = NodeMut::open(left, left_id, self)?;
@@ -210,9 +241,8 @@ impl BTree {
             }
             l.set_next(right_next);
         }
-        if let Some(next_no) = right_next {
-            let next_id = self.page_id(next_no);
-            let mut next = self.ctx.pool.get_exclusive(next_id)?;
+        if let Some(mut next) = next {
+            let next_id = next.page_id();
             NodeMut::open(&mut next, next_id, self)?.set_prev(Some(left_id.page_no));
             mtr.changed(next);
         }
@@ -266,31 +296,16 @@ impl BTree {
         }
         Ok(())
     }
+}
 
-    /// A root with a single child takes over the child's content; repeated while it applies.
-    fn lower_root<'a>(
-        &'a self,
-        mtr: &mut Mtr<'a>,
-        mut root: ExclusiveGuard<'a>,
-        freed: &mut Vec<PageId>,
-    ) -> Result<()> {
-        let root_id = root.page_id();
-        loop {
-            let (level, len) = {
-                let node = NodeRef::open(&root, root_id, self)?;
-                (node.level(), node.len())
-            };
-            if level == 0 || len != 1 {
-                mtr.changed(root);
-                return Ok(());
-            }
-            let mut child = self.child_guard(&root, 0)?;
-            let child_id = child.page_id();
-            NodeMut::copy_page(&mut root, &child, root_id)?;
-            NodeMut::open(&mut root, root_id, self)?.set_links(None, None);
-            NodeMut::mark_free(&mut child, child_id);
-            freed.push(child_id);
-            mtr.changed(child);
-        }
+/// The sibling an under-full child at `idx` pairs with: the right one, or the left one for the
+/// last child; `None` for an only child.
+fn sibling_index(idx: usize, children: usize) -> Option<usize> {
+    if idx + 1 < children {
+        Some(idx + 1)
+    } else if children >= 2 {
+        idx.checked_sub(1)
+    } else {
+        None
     }
 }

@@ -32,6 +32,10 @@ impl Previous {
 impl BTree {
     /// Stores `value` under `key`, replacing any previous value. Returns whether a value was
     /// replaced.
+    ///
+    /// All or nothing: on `Err` the tree is as it was (or, if the failure came after the first
+    /// page changed — a failing log, a bug — the pool is poisoned and stops writing; see
+    /// [`Mtr`]).
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<bool> {
         self.check_key(key)?;
         let len = value.len() as u64;
@@ -57,7 +61,7 @@ impl BTree {
         match self.put_value(key, stored) {
             Ok(previous) => {
                 if let Previous::Overflow { first_page } = previous {
-                    overflow::free_chain(self, first_page)?;
+                    free_unreachable_chain(self, first_page);
                 }
                 Ok(previous != Previous::Absent)
             }
@@ -81,32 +85,19 @@ impl BTree {
     }
 
     /// Shared latches down to the leaf's parent, an exclusive latch on the leaf; succeeds when the
-    /// record fits in the leaf. `None` means a split is needed.
+    /// record fits in the leaf. `None` means a split is needed (the leaf was not changed).
     fn put_optimistic(&self, key: &[u8], value: Value<'_>) -> Result<Option<Previous>> {
         let mut leaf = self.descend_leaf_exclusive(key)?;
         let id = leaf.page_id();
-        let previous = {
-            let mut node = NodeMut::open(&mut leaf, id, self)?;
-            match node.search(key) {
-                Ok(pos) => {
-                    let previous = Previous::of(node.value(pos)?);
-                    if !node.replace(pos, key, value)? {
-                        return Ok(None);
-                    }
-                    previous
-                }
-                Err(pos) => {
-                    if !node.insert(pos, key, value)? {
-                        return Ok(None);
-                    }
-                    Previous::Absent
-                }
-            }
-        };
+        let fit = LeafFit::of(&NodeRef::open(&leaf, id, self)?, self, key, value)?;
+        if !fit.fits {
+            return Ok(None);
+        }
+        fit.apply(&mut leaf, self, key, value)?;
         let mut mtr = Mtr::new(self.ctx.log.as_ref());
         mtr.changed(leaf);
         mtr.commit()?;
-        Ok(Some(previous))
+        Ok(Some(fit.previous))
     }
 
     /// Descends with shared latches, coupled, and latches the leaf exclusively.
@@ -191,187 +182,93 @@ impl BTree {
             };
             node.free_space() >= needed
         })?;
-
-        let mut mtr = Mtr::new(self.ctx.log.as_ref());
         let id = guard.page_id();
-        let (pos, previous) = {
-            let mut leaf = NodeMut::open(&mut guard, id, self)?;
-            match leaf.search(key) {
-                Ok(pos) => {
-                    let previous = Previous::of(leaf.value(pos)?);
-                    if leaf.replace(pos, key, value)? {
-                        mtr.changed(guard);
-                        mtr.commit()?;
-                        return Ok(previous);
-                    }
-                    leaf.remove(pos)?;
-                    (pos, previous)
-                }
-                Err(pos) => {
-                    if leaf.insert(pos, key, value)? {
-                        mtr.changed(guard);
-                        mtr.commit()?;
-                        return Ok(Previous::Absent);
-                    }
-                    (pos, Previous::Absent)
-                }
+        let fit = LeafFit::of(&NodeRef::open(&guard, id, self)?, self, key, value)?;
+        if fit.fits {
+            fit.apply(&mut guard, self, key, value)?;
+            let mut mtr = Mtr::new(self.ctx.log.as_ref());
+            mtr.changed(guard);
+            mtr.commit()?;
+            return Ok(fit.previous);
+        }
+        // Everything that can fail comes before the first change.
+        let mut held = self.acquire_for_split(&guard, &path)?;
+        let mut mtr = Mtr::new(self.ctx.log.as_ref());
+        let pos = match fit.found {
+            Ok(pos) => {
+                // A replacement that does not fit: the old record goes, the new one is placed
+                // by the split.
+                NodeMut::open(&mut guard, id, self)?.remove(pos)?;
+                pos
             }
+            Err(pos) => pos,
         };
-        self.split_and_insert(&mut mtr, guard, path, pos, key, value)?;
+        self.split_and_insert(&mut mtr, &mut held, guard, path, pos, key, value)?;
         mtr.commit()?;
-        Ok(previous)
+        drop(held);
+        Ok(fit.previous)
+    }
+}
+
+/// Whether a record fits its leaf, decided on a read-only view so that a leaf that must split is
+/// never touched by the attempt (see [`crate::Mtr`] on why an untouched page matters).
+struct LeafFit {
+    /// The key's position: `Ok` = present (replace), `Err` = insertion point.
+    found: std::result::Result<usize, usize>,
+    fits: bool,
+    previous: Previous,
+}
+
+impl LeafFit {
+    fn of(node: &NodeRef<'_>, tree: &BTree, key: &[u8], value: Value<'_>) -> Result<Self> {
+        let needed = node::record_size(tree.ctx.pool.page_size(), key.len(), value);
+        let found = node.search(key);
+        Ok(match found {
+            Ok(pos) => Self {
+                found,
+                // The old record's bytes are freed by the replacement.
+                fits: needed <= node.free_space() + node.record_size_at(pos)?,
+                previous: Previous::of(node.value(pos)?),
+            },
+            Err(_) => Self {
+                found,
+                fits: needed <= node.free_space(),
+                previous: Previous::Absent,
+            },
+        })
     }
 
-    /// Inserts a record that does not fit into `guard`'s node at `pos` by splitting the node,
-    /// then posting the separator to the parent, splitting upwards as far as needed.
-    fn split_and_insert<'a>(
-        &'a self,
-        mtr: &mut Mtr<'a>,
-        guard: ExclusiveGuard<'a>,
-        mut path: Vec<(ExclusiveGuard<'a>, usize)>,
-        pos: usize,
+    /// Places the record; the room was checked by [`of`](Self::of).
+    fn apply(
+        &self,
+        leaf: &mut ExclusiveGuard<'_>,
+        tree: &BTree,
         key: &[u8],
         value: Value<'_>,
     ) -> Result<()> {
-        let (mut parent, mut pending) = self.split_up(mtr, guard, &mut path, pos, key, value)?;
-        loop {
-            let (pos, separator, right) = pending;
-            let child = Value::Child(right);
-            let id = parent.page_id();
-            if NodeMut::open(&mut parent, id, self)?.insert(pos, &separator, child)? {
-                mtr.changed(parent);
-                return Ok(());
-            }
-            (parent, pending) = self.split_up(mtr, parent, &mut path, pos, &separator, child)?;
-        }
-    }
-
-    /// Splits `guard`'s node placing `key → value` at `pos`, and returns the node's parent
-    /// (latched) with what to post there: `(position, separator, new right page)`.
-    #[allow(clippy::type_complexity)]
-    fn split_up<'a>(
-        &'a self,
-        mtr: &mut Mtr<'a>,
-        guard: ExclusiveGuard<'a>,
-        path: &mut Vec<(ExclusiveGuard<'a>, usize)>,
-        pos: usize,
-        key: &[u8],
-        value: Value<'_>,
-    ) -> Result<(ExclusiveGuard<'a>, (usize, Vec<u8>, PageNo))> {
-        let (mut node, (parent, idx)) = self.prepare_split(guard, path)?;
-        let (separator, right) = self.split_node(mtr, &mut node, pos, key, value)?;
-        mtr.changed(node);
-        Ok((parent, (idx + 1, separator, right)))
-    }
-
-    /// Gives the node to split and its parent (with the node's index in it). A root is first
-    /// "raised": its records move to a new child, the root becomes that child's parent.
-    #[allow(clippy::type_complexity)]
-    fn prepare_split<'a>(
-        &'a self,
-        mut guard: ExclusiveGuard<'a>,
-        path: &mut Vec<(ExclusiveGuard<'a>, usize)>,
-    ) -> Result<(ExclusiveGuard<'a>, (ExclusiveGuard<'a>, usize))> {
-        if let Some(parent) = path.pop() {
-            return Ok((guard, parent));
-        }
-        let id = guard.page_id();
-        if id.page_no != self.root {
-            return Err(BTreeError::corrupt(
+        let id = leaf.page_id();
+        let mut node = NodeMut::open(leaf, id, tree)?;
+        let placed = match self.found {
+            Ok(pos) => node.replace(pos, key, value)?,
+            Err(pos) => node.insert(pos, key, value)?,
+        };
+        if placed {
+            Ok(())
+        } else {
+            Err(BTreeError::corrupt(
                 id,
-                "a node released as safe had to split",
-            ));
+                "record did not fit after a room check",
+            ))
         }
-        let (level, index_id) = {
-            let node = NodeRef::open(&guard, id, self)?;
-            (node.level(), node.index_id())
-        };
-        let child_no = self.ctx.alloc.allocate(self.space, Some(self.root))?;
-        let child_id = self.page_id(child_no);
-        let mut child = self.ctx.pool.create(child_id)?;
-        NodeMut::copy_page(&mut child, &guard, child_id)?;
-        NodeMut::open(&mut child, child_id, self)?.set_links(None, None);
-        NodeMut::init(
-            &mut guard,
-            id,
-            level + 1,
-            index_id,
-            None,
-            None,
-            self.ctx.pool.page_size(),
-        )?;
-        let placed = NodeMut::open(&mut guard, id, self)?.insert(0, &[], Value::Child(child_no))?;
-        if !placed {
-            return Err(BTreeError::corrupt(
-                id,
-                "an empty root cannot take one child pointer",
-            ));
-        }
-        Ok((child, (guard, 0)))
     }
+}
 
-    /// Splits `guard`'s node into itself and a new right sibling, placing the new record in the
-    /// half it belongs to. Returns the separator for the parent and the new page.
-    fn split_node<'a>(
-        &'a self,
-        mtr: &mut Mtr<'a>,
-        guard: &mut ExclusiveGuard<'a>,
-        pos: usize,
-        key: &[u8],
-        value: Value<'_>,
-    ) -> Result<(Vec<u8>, PageNo)> {
-        let id = guard.page_id();
-        let (level, old_next, split) = {
-            let node = NodeRef::open(guard, id, self)?;
-            (node.level(), node.next(), node.split_point(pos, key, value))
-        };
-        let right_no = self.ctx.alloc.allocate(self.space, Some(id.page_no))?;
-        let right_id = self.page_id(right_no);
-        let mut right = self.ctx.pool.create(right_id)?;
-        let page_size = self.ctx.pool.page_size();
-        {
-            let mut right_node = NodeMut::init(
-                &mut right,
-                right_id,
-                level,
-                self.index_id,
-                Some(id.page_no),
-                old_next,
-                page_size,
-            )?;
-            let mut left = NodeMut::open(guard, id, self)?;
-            left.move_tail_to(split.at, &mut right_node)?;
-            left.set_next(Some(right_no));
-            let placed = if split.insert_left {
-                left.insert(pos, key, value)?
-            } else {
-                right_node.insert(pos - split.at, key, value)?
-            };
-            if !placed {
-                return Err(BTreeError::corrupt(
-                    id,
-                    "record does not fit in either half of a split",
-                ));
-            }
-        }
-        if let Some(next_no) = old_next {
-            let next_id = self.page_id(next_no);
-            let mut next = self.ctx.pool.get_exclusive(next_id)?;
-            NodeMut::open(&mut next, next_id, self)?.set_prev(Some(right_no));
-            mtr.changed(next);
-        }
-        let separator = {
-            let left = NodeRef::open(guard, id, self)?;
-            let right_node = NodeRef::open(&right, right_id, self)?;
-            let first = right_node.key(0)?;
-            if level == 0 {
-                shortest_separator(left.key(left.len().saturating_sub(1))?, first)
-            } else {
-                first.to_vec()
-            }
-        };
-        mtr.changed(right);
-        Ok((separator, right_no))
+/// Frees the overflow chain of a value the tree no longer points to. The change that unlinked
+/// it has committed, so an error here must not be reported as the change failing (the caller
+/// would take a done change for not done): the chain's pages leak instead, and say so.
+pub(crate) fn free_unreachable_chain(tree: &BTree, first_page: PageNo) {
+    if let Err(err) = overflow::free_chain(tree, first_page) {
+        tracing::warn!(%err, first_page, space = tree.space, "could not free an unlinked overflow chain; its pages leak");
     }
 }
 

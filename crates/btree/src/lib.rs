@@ -40,11 +40,13 @@ mod alloc;
 mod check;
 mod delete;
 mod error;
+mod held;
 mod insert;
 mod iter;
 mod mtr;
 mod node;
 mod overflow;
+mod split;
 pub mod testing;
 mod tree;
 

@@ -77,11 +77,18 @@ impl LogSink for PlaceholderLog {
 }
 
 /// A mini-transaction: owns the exclusive latches of the pages it changed until it commits.
+///
+/// All or nothing: an mtr that is dropped without [`commit`](Self::commit) (an early error
+/// return, a panic) abandons its changes. It records nothing, and every page it changed is
+/// *poisoned* by the buffer pool (see [`ExclusiveGuard`]): never written, never handed out
+/// again, and the pool stops writing pages, so the half-done change can reach neither disk nor
+/// another thread. Code that changes pages therefore acquires everything that can fail (pages,
+/// frames, allocations, sibling latches) before its first change, so that only a bug or a
+/// failing log can abandon an mtr with changes.
 #[must_use = "an mtr must be committed for its changes to be logged and its latches released"]
 pub struct Mtr<'a> {
     log: &'a dyn LogSink,
     changed: Vec<ExclusiveGuard<'a>>,
-    committed: bool,
 }
 
 impl<'a> Mtr<'a> {
@@ -90,7 +97,6 @@ impl<'a> Mtr<'a> {
         Self {
             log,
             changed: Vec::new(),
-            committed: false,
         }
     }
 
@@ -110,13 +116,9 @@ impl<'a> Mtr<'a> {
     }
 
     /// Logs the mtr, stamps its pages with the end LSN (marking them dirty) and releases them.
-    /// Returns the end LSN, or `None` when the mtr changed nothing.
+    /// Returns the end LSN, or `None` when the mtr changed nothing. If the log refuses the
+    /// records, the mtr is abandoned (its pages are poisoned, see the type's documentation).
     pub fn commit(mut self) -> Result<Option<Lsn>> {
-        self.finish()
-    }
-
-    fn finish(&mut self) -> Result<Option<Lsn>> {
-        self.committed = true;
         if self.changed.is_empty() {
             return Ok(None);
         }
@@ -129,18 +131,5 @@ impl<'a> Mtr<'a> {
         // Latches are released only now, after the pages carry the LSN.
         self.changed.clear();
         Ok(Some(lsn))
-    }
-}
-
-impl Drop for Mtr<'_> {
-    fn drop(&mut self) {
-        // Changes already applied to frames cannot be taken back (an mtr has no undo), so an mtr
-        // abandoned by an early error return still stamps its pages: otherwise a changed page
-        // would be treated as clean and its change lost at eviction.
-        if !self.committed {
-            if let Err(err) = self.finish() {
-                tracing::error!(%err, "mini-transaction could not be logged at drop");
-            }
-        }
     }
 }

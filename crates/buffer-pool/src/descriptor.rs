@@ -50,6 +50,9 @@ pub(crate) struct Descriptor {
     pub(crate) freed_page_clock: AtomicU64,
     /// Brought in by read-ahead and not accessed since.
     pub(crate) read_ahead: AtomicBool,
+    /// Left half-changed by a mini-transaction that did not complete: never written, evicted
+    /// or handed out again (`poison.rs`).
+    pub(crate) poisoned: AtomicBool,
 }
 
 impl Descriptor {
@@ -67,6 +70,7 @@ impl Descriptor {
             first_access_ms: AtomicU64::new(0),
             freed_page_clock: AtomicU64::new(0),
             read_ahead: AtomicBool::new(false),
+            poisoned: AtomicBool::new(false),
         }
     }
 
@@ -124,6 +128,7 @@ impl Descriptor {
         self.first_access_ms.store(0, SeqCst);
         self.freed_page_clock.store(0, SeqCst);
         self.read_ahead.store(false, SeqCst);
+        self.poisoned.store(false, SeqCst);
         self.pin.store(1, SeqCst);
         self.set_state(state);
     }

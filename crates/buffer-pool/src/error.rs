@@ -82,6 +82,27 @@ pub enum PoolError {
     /// A background thread could not be started.
     #[error("cannot start buffer pool thread: {0}")]
     Thread(#[source] std::io::Error),
+    /// The page was left half-changed by a mini-transaction that did not complete; the pool
+    /// neither hands it out nor writes it (see [`ExclusiveGuard`](crate::ExclusiveGuard)).
+    #[error("{page} was left half-changed by a failed mini-transaction and is unusable")]
+    PoisonedPage {
+        /// The page.
+        page: PageId,
+    },
+    /// Page writes were stopped because memory holds a change that must not reach disk
+    /// ([`BufferPool::stop_writes`](crate::BufferPool::stop_writes)); dirty pages stay unwritten.
+    #[error("page writes are stopped: {reason}")]
+    WritesStopped {
+        /// The first reason given for stopping.
+        reason: String,
+    },
+    /// A page was to be created from a [`FrameReservation`](crate::FrameReservation) that had
+    /// no frame left: the caller reserved fewer frames than it used (a bug in the caller).
+    #[error("no reserved frame left to create page {page}")]
+    ReservationExhausted {
+        /// The page that could not be created.
+        page: PageId,
+    },
     /// The address space for the frames could not be reserved (the pool is larger than the
     /// address space, or `mmap` refused: `vm.overcommit_memory = 2`, `ulimit -v`, ...).
     #[error("cannot reserve {frames} frames of {page_size} for the buffer pool: {source}")]

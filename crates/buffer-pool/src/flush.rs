@@ -93,6 +93,9 @@ impl Inner {
         kind: FlushKind,
         wait_latch: bool,
     ) -> Result<usize, PoolError> {
+        // Checked before anything is latched; a stop that comes while this batch is being
+        // written is caught by the check under the latches below.
+        self.check_writes_allowed()?;
         let mut latched = Vec::with_capacity(claimed.len());
         for &f in &claimed.frames {
             let frame = &self.frames.frame(f);
@@ -117,6 +120,10 @@ impl Inner {
             .max()
             .unwrap_or(0);
         self.store.flush_log_up_to(newest)?;
+        // A frame is poisoned (and writes stopped) while its X latch is held, and every page of
+        // this batch is S-latched now: if writes are still allowed, no page of the batch can be
+        // half-changed.
+        self.check_writes_allowed()?;
         {
             let pages: Vec<(PageId, &[u8])> = latched
                 .iter()

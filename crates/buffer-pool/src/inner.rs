@@ -86,6 +86,8 @@ pub(crate) struct Inner {
     /// Eager: wake the manager when the free list is shorter than this.
     pub(crate) eager_low_watermark: AtomicUsize,
     pub(crate) read_ahead: ReadAheadQueue,
+    /// Set when a half-done change is in memory: no page is written any more (`poison.rs`).
+    pub(crate) write_stop: crate::poison::WriteStop,
 }
 
 impl Inner {
@@ -145,6 +147,7 @@ impl Inner {
             frames_taken: AtomicU64::new(0),
             eager_low_watermark: AtomicUsize::new((depth / 16).max(1)),
             read_ahead: ReadAheadQueue::new(),
+            write_stop: crate::poison::WriteStop::default(),
         })
     }
 
@@ -196,6 +199,9 @@ impl Inner {
                 let pin = Pin::new(&frame.desc);
                 let latch = frame.latch.read();
                 if frame.desc.state() == State::Valid && frame.desc.page_id() == id {
+                    if frame.desc.poisoned.load(Relaxed) {
+                        return Err(PoolError::PoisonedPage { page: id });
+                    }
                     self.after_hit(f, id);
                     return Ok(SharedGuard::new(latch, pin, id));
                 }
@@ -216,6 +222,9 @@ impl Inner {
                 let pin = Pin::new(&frame.desc);
                 let latch = frame.latch.write();
                 if frame.desc.state() == State::Valid && frame.desc.page_id() == id {
+                    if frame.desc.poisoned.load(Relaxed) {
+                        return Err(PoolError::PoisonedPage { page: id });
+                    }
                     self.after_hit(f, id);
                     return Ok(ExclusiveGuard::new(self, f, latch, pin, id));
                 }
@@ -293,12 +302,24 @@ impl Inner {
     /// Creates page `id` without reading it: a zeroed frame at the LRU head.
     /// InnoDB: `buf_page_create`. If the page is already in the pool, its frame is zeroed.
     pub(crate) fn create(&self, id: PageId) -> Result<ExclusiveGuard<'_>, PoolError> {
+        self.create_with(id, || self.get_free_frame())
+    }
+
+    /// [`create`](Self::create) taking the frame, when one is needed, from `take_frame`.
+    pub(crate) fn create_with(
+        &self,
+        id: PageId,
+        mut take_frame: impl FnMut() -> Result<u32, PoolError>,
+    ) -> Result<ExclusiveGuard<'_>, PoolError> {
         loop {
             if let Some(f) = self.hash.lookup_pin(id, &self.frames) {
                 let frame = &self.frames.frame(f);
                 let pin = Pin::new(&frame.desc);
                 let mut latch = frame.latch.write();
                 if frame.desc.state() == State::Valid && frame.desc.page_id() == id {
+                    if frame.desc.poisoned.load(Relaxed) {
+                        return Err(PoolError::PoisonedPage { page: id });
+                    }
                     latch.fill(0);
                     self.on_access(f);
                     inc(&self.counters.pages_created);
@@ -306,7 +327,7 @@ impl Inner {
                 }
                 continue;
             }
-            let f = self.get_free_frame()?;
+            let f = take_frame()?;
             let frame = &self.frames.frame(f);
             frame.desc.init_for(id, State::ReadPending);
             let pin = Pin::new(&frame.desc);
@@ -423,7 +444,8 @@ impl Inner {
     pub(crate) fn try_evict_locked(&self, lists: &mut Lists, f: u32, by: Evictor) -> bool {
         let frame = &self.frames.frame(f);
         let d = &frame.desc;
-        if d.pins() != 0 || d.flushing.load(SeqCst) || d.is_dirty() {
+        // A poisoned frame stays: evicting it would let the old image be read back in.
+        if d.pins() != 0 || d.flushing.load(SeqCst) || d.is_dirty() || d.poisoned.load(SeqCst) {
             return false;
         }
         let counted = match d.state() {

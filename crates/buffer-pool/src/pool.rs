@@ -9,6 +9,7 @@ use barracuda_page::{Lsn, PageId, PageSize, SpaceId};
 use parking_lot::Mutex;
 
 use crate::inner::Inner;
+use crate::reservation::FrameReservation;
 use crate::stats::PoolStats;
 use crate::{
     manager, read_ahead, ExclusiveGuard, FreePagePolicy, PageStore, PoolConfig, PoolError,
@@ -88,6 +89,38 @@ impl BufferPool {
     /// is clean until [`ExclusiveGuard::mark_dirty`]. InnoDB: `buf_page_create`.
     pub fn create(&self, id: PageId) -> Result<ExclusiveGuard<'_>, PoolError> {
         self.inner.create(id)
+    }
+
+    /// Takes `count` free frames now (evicting or flushing as the free-page policy says), so
+    /// that creating `count` pages later cannot fail for want of a frame. Unused frames return
+    /// to the free list when the reservation is dropped.
+    pub fn reserve_frames(&self, count: usize) -> Result<FrameReservation<'_>, PoolError> {
+        FrameReservation::take(&self.inner, count)
+    }
+
+    /// [`create`](Self::create) in a frame of `reservation` (or in the page's current frame if
+    /// the pool holds it). Fails only with [`PoolError::ReservationExhausted`] (the caller used
+    /// more frames than it reserved) or [`PoolError::PoisonedPage`].
+    pub fn create_reserved<'a>(
+        &'a self,
+        reservation: &mut FrameReservation<'a>,
+        id: PageId,
+    ) -> Result<ExclusiveGuard<'a>, PoolError> {
+        reservation.create(id)
+    }
+
+    /// Stops every later page write, for good: the flusher, evictions of dirty pages,
+    /// [`flush_all`](Self::flush_all) all fail with [`PoolError::WritesStopped`] and dirty pages
+    /// stay unwritten. For an owner that finds memory holding a change that must not reach disk
+    /// (a batch applied part-way). Clean pages are still read, served and evicted. Also done by
+    /// the pool itself when a frame is poisoned (see [`ExclusiveGuard`]).
+    pub fn stop_writes(&self, reason: impl Into<String>) {
+        self.inner.stop_writes(reason.into());
+    }
+
+    /// Why page writes are stopped, if they are (see [`stop_writes`](Self::stop_writes)).
+    pub fn writes_stopped(&self) -> Option<String> {
+        self.inner.writes_stopped()
     }
 
     /// Drops every page of `space` (a dropped table) without writing it. Pages pinned at the time

@@ -118,21 +118,42 @@ impl PageAllocator for SpaceAllocator {
                 if region.is_some_and(|r| r < old_size) {
                     region = region.and_then(|r| r.checked_add(per_bitmap));
                 }
+                // Everything that can fail — frames for the new bitmap pages, the latch of the
+                // bitmap that will take the new page's bit, the file growth — comes before the
+                // first change: an mtr abandoned after a change poisons the pool.
+                let mut new_bitmaps = Vec::new();
                 while let Some(region_no) = region.filter(|&r| r < new_size) {
-                    let id = PageId::new(space, region_no);
-                    let mut guard = self.pool.create(id)?;
-                    format_bitmap_page(&mut guard, page_size, space, region_no)
-                        .map_err(|source| BTreeError::Page { page: id, source })?;
+                    new_bitmaps.push((region_no, self.pool.create(PageId::new(space, region_no))?));
                     if first_free == region_no {
                         first_free += 1;
                     }
-                    // Kept latched beside the others: `set_bit` below may need it.
-                    other_bitmaps.push(guard);
                     region = region_no.checked_add(per_bitmap);
+                }
+                let first_free_bitmap = bitmap_page_for(first_free, page_size);
+                if first_free_bitmap != 0
+                    && first_free_bitmap < old_size
+                    && !other_bitmaps
+                        .iter()
+                        .any(|g| g.page_id().page_no == first_free_bitmap)
+                {
+                    other_bitmaps.push(
+                        self.pool
+                            .get_exclusive(PageId::new(space, first_free_bitmap))?,
+                    );
                 }
                 tablespace
                     .grow_to(new_size)
                     .map_err(|e| alloc_err(space, e))?;
+                for (region_no, mut guard) in new_bitmaps {
+                    format_bitmap_page(&mut guard, page_size, space, region_no).map_err(
+                        |source| BTreeError::Page {
+                            page: guard.page_id(),
+                            source,
+                        },
+                    )?;
+                    // Kept latched beside the others: `set_bit` below may need it.
+                    other_bitmaps.push(guard);
+                }
                 header.size_in_pages = new_size;
                 first_free
             }
@@ -202,24 +223,27 @@ impl SpaceAllocator {
         let region = bitmap_page_for(page_no, page_size);
         let bit = bit_index(page_no, page_size);
         let bitmap_id = PageId::new(space, region);
-        let buf: &mut [u8] = if region == 0 {
-            &mut header_guard[..]
+        let bitmap_err = |source| BTreeError::Page {
+            page: bitmap_id,
+            source,
+        };
+        if region != 0 && !others.iter().any(|g| g.page_id() == bitmap_id) {
+            others.push(self.pool.get_exclusive(bitmap_id)?);
+        }
+        let guard = if region == 0 {
+            header_guard
         } else {
-            if !others.iter().any(|g| g.page_id() == bitmap_id) {
-                others.push(self.pool.get_exclusive(bitmap_id)?);
-            }
             others
                 .iter_mut()
                 .find(|g| g.page_id() == bitmap_id)
-                .map(|g| &mut g[..])
                 .ok_or_else(|| alloc_err(space, "bitmap page latched but not found"))?
         };
-        let mut bitmap =
-            AllocationBitmap::open(buf, page_size).map_err(|source| BTreeError::Page {
-                page: bitmap_id,
-                source,
-            })?;
-        if bitmap.is_used(bit) == used {
+        // Checked on a shared view: a refusal must leave the page untouched (see
+        // `ExclusiveGuard` on why an untouched page matters).
+        let is_used = AllocationBitmap::open(&guard[..], page_size)
+            .map_err(bitmap_err)?
+            .is_used(bit);
+        if is_used == used {
             return Err(alloc_err(
                 space,
                 format!(
@@ -228,11 +252,8 @@ impl SpaceAllocator {
                 ),
             ));
         }
-        bitmap
-            .set_used(bit, used)
-            .map_err(|source| BTreeError::Page {
-                page: bitmap_id,
-                source,
-            })
+        AllocationBitmap::open(&mut guard[..], page_size)
+            .and_then(|mut bitmap| bitmap.set_used(bit, used))
+            .map_err(bitmap_err)
     }
 }

@@ -34,10 +34,20 @@ pub(crate) struct Catalog {
     /// LSN up to which every change was on disk at the last checkpoint (InnoDB:
     /// `FIL_PAGE_FILE_FLUSH_LSN`); kept in the type-specific field of every catalog page.
     flushed_lsn: Lsn,
+    /// Whether pages may have been written since the last checkpoint
+    /// ([`FLAG_PAGES_AFTER_CHECKPOINT`]).
+    pages_after_checkpoint: bool,
     pub(crate) next_space_id: SpaceId,
     pub(crate) next_index_id: u64,
     pub(crate) entries: BTreeMap<String, CatalogEntry>,
 }
+
+/// Catalog flag: tablespace pages may have been written after the checkpoint the catalog
+/// records. Set (durably) before the first page write after a checkpoint, cleared by the next
+/// checkpoint. Until the redo log exists, pages written between two checkpoints can be a mix of
+/// old and new that nothing can reconcile, so an open that finds the flag refuses
+/// ([`Error::UncleanShutdown`]) rather than serve a tree that may be torn.
+pub(crate) const FLAG_PAGES_AFTER_CHECKPOINT: u16 = 1;
 
 impl Catalog {
     /// Creates `system.ibs` at `path` with an empty catalog and makes it durable, directory
@@ -63,6 +73,7 @@ impl Catalog {
             page_size,
             generation: 0,
             flushed_lsn: 0,
+            pages_after_checkpoint: false,
             next_space_id: 1,
             next_index_id: 1,
             entries: BTreeMap::new(),
@@ -120,6 +131,7 @@ impl Catalog {
             page_size,
             generation: best.generation,
             flushed_lsn: best.flushed_lsn,
+            pages_after_checkpoint: best.flags & FLAG_PAGES_AFTER_CHECKPOINT != 0,
             next_space_id: best.next_space_id,
             next_index_id: best.next_index_id,
             entries,
@@ -135,15 +147,36 @@ impl Catalog {
         self.flushed_lsn
     }
 
-    /// Records that everything up to `lsn` is on disk, as a new catalog generation (the
-    /// alternating copies make this crash-safe where rewriting page 0 in place would not be).
-    pub(crate) fn record_flushed_lsn(&mut self, lsn: Lsn) -> Result<()> {
-        if lsn == self.flushed_lsn {
+    /// Whether the catalog says pages may have been written after its checkpoint (an unclean
+    /// shutdown: see [`FLAG_PAGES_AFTER_CHECKPOINT`]).
+    pub(crate) fn pages_after_checkpoint(&self) -> bool {
+        self.pages_after_checkpoint
+    }
+
+    /// Records, durably, that pages are about to be written after the last checkpoint. A no-op
+    /// when already recorded.
+    pub(crate) fn record_pages_after_checkpoint(&mut self) -> Result<()> {
+        if self.pages_after_checkpoint {
             return Ok(());
         }
-        let previous = self.flushed_lsn;
+        self.pages_after_checkpoint = true;
+        self.save()
+            .inspect_err(|_| self.pages_after_checkpoint = false)
+    }
+
+    /// Records that everything up to `lsn` is on disk (a completed checkpoint: no page was
+    /// written after it), as a new catalog generation (the alternating copies make this
+    /// crash-safe where rewriting page 0 in place would not be).
+    pub(crate) fn record_flushed_lsn(&mut self, lsn: Lsn) -> Result<()> {
+        if lsn == self.flushed_lsn && !self.pages_after_checkpoint {
+            return Ok(());
+        }
+        let previous = (self.flushed_lsn, self.pages_after_checkpoint);
         self.flushed_lsn = lsn;
-        self.save().inspect_err(|_| self.flushed_lsn = previous)
+        self.pages_after_checkpoint = false;
+        self.save().inspect_err(|_| {
+            (self.flushed_lsn, self.pages_after_checkpoint) = previous;
+        })
     }
 
     /// Writes the whole catalog as the next generation into the older copy and syncs.
@@ -174,6 +207,11 @@ impl Catalog {
                 next_catalog_page: next,
                 next_space_id: self.next_space_id,
                 next_index_id: self.next_index_id,
+                flags: if self.pages_after_checkpoint {
+                    FLAG_PAGES_AFTER_CHECKPOINT
+                } else {
+                    0
+                },
                 entries: chunk.to_vec(),
             };
             page.write(&mut buf, self.page_size)
@@ -262,6 +300,8 @@ pub(crate) struct CatalogCopy {
     pub(crate) flushed_lsn: Lsn,
     pub(crate) next_space_id: SpaceId,
     pub(crate) next_index_id: u64,
+    /// The first page's flags ([`FLAG_PAGES_AFTER_CHECKPOINT`]).
+    pub(crate) flags: u16,
     /// The entries of all pages of the chain, in chain order.
     pub(crate) entries: Vec<CatalogEntry>,
 }
@@ -314,6 +354,7 @@ pub(crate) fn read_copy<E>(
         flushed_lsn,
         next_space_id: first.next_space_id,
         next_index_id: first.next_index_id,
+        flags: first.flags,
         entries: first.entries,
     };
     let mut k = 0;

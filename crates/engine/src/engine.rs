@@ -63,7 +63,9 @@ pub(crate) struct EngineInner {
     pub(crate) spaces: Arc<SpaceRegistry>,
     pub(crate) log: Arc<PlaceholderLog>,
     pub(crate) ctx: TreeContext,
-    pub(crate) catalog: Mutex<Catalog>,
+    /// Shared with the page store, which records in it when pages are written after a
+    /// checkpoint. Never held across a buffer-pool call (the pool's writes take it).
+    pub(crate) catalog: Arc<Mutex<Catalog>>,
     pub(crate) tables: RwLock<HashMap<String, Arc<TableInner>>>,
     /// Commits are applied one batch at a time (see [`Transaction::commit`]).
     pub(crate) commit_lock: Mutex<()>,
@@ -106,6 +108,12 @@ impl Engine {
         } else {
             Catalog::create(&*fs, &system_path, options.page_size)?
         };
+        if catalog.pages_after_checkpoint() {
+            return Err(Error::UncleanShutdown {
+                dir,
+                checkpoint_lsn: catalog.flushed_lsn(),
+            });
+        }
         let page_size = catalog.page_size();
         let capacity = options.buffer_pool_bytes / page_size.bytes();
         if capacity < 16 {
@@ -121,7 +129,8 @@ impl Engine {
             )));
         }
         let log = Arc::new(PlaceholderLog::new(catalog.flushed_lsn()));
-        let spaces = Arc::new(SpaceRegistry::new(log.clone()));
+        let catalog = Arc::new(Mutex::new(catalog));
+        let spaces = Arc::new(SpaceRegistry::new(log.clone(), catalog.clone()));
         let config = PoolConfig::new(page_size)
             .capacity_pages(capacity)
             .lru_scan_depth(options.lru_scan_depth)
@@ -143,7 +152,8 @@ impl Engine {
 
         let serial = NEXT_SERIAL.fetch_add(1, Ordering::Relaxed);
         let mut tables = HashMap::new();
-        for entry in catalog.entries.values() {
+        let entries: Vec<CatalogEntry> = catalog.lock().entries.values().cloned().collect();
+        for entry in &entries {
             let options_of = TableOptions::decode(
                 &entry.name,
                 (
@@ -197,7 +207,7 @@ impl Engine {
                 spaces,
                 log,
                 ctx,
-                catalog: Mutex::new(catalog),
+                catalog,
                 tables: RwLock::new(tables),
                 commit_lock: Mutex::new(()),
                 read_only: Mutex::new(None),
@@ -310,14 +320,17 @@ impl Engine {
     pub fn drop_table(&self, name: &str) -> Result<()> {
         self.check_writable()?;
         let _commits = self.inner.commit_lock.lock();
-        let mut catalog = self.inner.catalog.lock();
-        let Some(entry) = catalog.entries.remove(name) else {
-            return Err(Error::NoSuchTable(name.to_owned()));
+        let entry = {
+            let mut catalog = self.inner.catalog.lock();
+            let Some(entry) = catalog.entries.remove(name) else {
+                return Err(Error::NoSuchTable(name.to_owned()));
+            };
+            if let Err(err) = catalog.save() {
+                catalog.entries.insert(name.to_owned(), entry);
+                return Err(err);
+            }
+            entry
         };
-        if let Err(err) = catalog.save() {
-            catalog.entries.insert(name.to_owned(), entry);
-            return Err(err);
-        }
         if let Some(table) = self.inner.tables.write().remove(name) {
             table.dropped.store(true, Ordering::Release);
         }
@@ -371,25 +384,29 @@ impl Engine {
 
     /// Writes every dirty page and syncs every file: after it returns, all committed data is on
     /// disk (InnoDB: a sharp checkpoint).
+    ///
+    /// A failed page write leaves the page dirty for the next checkpoint to retry. A failed
+    /// `fsync` turns the engine read-only ([`Error::ReadOnly`]): after it, the kernel may have
+    /// dropped the unwritten data while a retried `fsync` reports success (PostgreSQL's
+    /// "fsyncgate"), so nothing written since the last checkpoint can be trusted.
     pub fn checkpoint(&self) -> Result<()> {
         let _commits = self.inner.commit_lock.lock();
-        self.inner.pool.flush_all()?;
-        for space in self.inner.spaces.all() {
-            space.sync()?;
-        }
-        // InnoDB: FIL_PAGE_FILE_FLUSH_LSN. The next open starts its LSNs here.
-        let lsn = self.inner.log.current_lsn();
-        self.inner.catalog.lock().record_flushed_lsn(lsn)?;
-        self.inner
-            .counters
-            .checkpoints
-            .fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        self.inner.checkpoint()
     }
 
     /// Checkpoints and closes the database, releasing its lock.
+    ///
+    /// A read-only engine (after a failed commit, a failed `fsync` or a half-done change) writes
+    /// nothing: it returns [`Error::ReadOnly`], and the changes committed since the last
+    /// checkpoint are lost. Until the redo log lands, durability is the checkpoint's.
     pub fn close(self) -> Result<()> {
-        let result = self.checkpoint();
+        let result = match self.read_only_reason() {
+            Some(why) => Err(Error::ReadOnly(format!(
+                "{why}; nothing was written at close, so changes committed since the last \
+                 checkpoint are lost"
+            ))),
+            None => self.checkpoint(),
+        };
         self.inner.closed.store(true, Ordering::Release);
         self.inner.pool.shutdown();
         result
@@ -430,7 +447,7 @@ impl Engine {
             commits: c.commits.load(Ordering::Relaxed),
             rollbacks: c.rollbacks.load(Ordering::Relaxed),
             checkpoints: c.checkpoints.load(Ordering::Relaxed),
-            read_only: self.inner.read_only.lock().clone(),
+            read_only: self.inner.read_only_reason(),
             tables: table_status,
         }
     }
@@ -481,23 +498,72 @@ impl Engine {
     }
 
     pub(crate) fn check_writable(&self) -> Result<()> {
-        match &*self.inner.read_only.lock() {
-            Some(why) => Err(Error::ReadOnly(why.clone())),
+        match self.read_only_reason() {
+            Some(why) => Err(Error::ReadOnly(why)),
             None => Ok(()),
         }
+    }
+
+    /// Why the engine is read-only, if it is: its own reason, or the buffer pool's for
+    /// stopping page writes (a half-done change found in memory).
+    fn read_only_reason(&self) -> Option<String> {
+        self.inner.read_only_reason()
+    }
+}
+
+impl EngineInner {
+    /// Turns the engine read-only for good and stops every page write: memory holds changes
+    /// that must not reach disk (a batch applied part-way, or data an `fsync` may have lost).
+    /// The first reason is kept.
+    pub(crate) fn poison(&self, reason: String) {
+        self.pool.stop_writes(reason.clone());
+        let mut read_only = self.read_only.lock();
+        if read_only.is_none() {
+            tracing::error!(%reason, "engine turned read-only");
+            *read_only = Some(reason);
+        }
+    }
+
+    pub(crate) fn read_only_reason(&self) -> Option<String> {
+        self.read_only
+            .lock()
+            .clone()
+            .or_else(|| self.pool.writes_stopped())
+    }
+
+    /// The checkpoint itself; the caller keeps commits out (or is the last owner, at drop).
+    fn checkpoint(&self) -> Result<()> {
+        if let Some(why) = self.read_only_reason() {
+            return Err(Error::ReadOnly(why));
+        }
+        self.pool.flush_all()?;
+        for space in self.spaces.all() {
+            if let Err(err) = space.sync() {
+                self.poison(format!("fsync of {} failed: {err}", space.path().display()));
+                return Err(err);
+            }
+        }
+        // InnoDB: FIL_PAGE_FILE_FLUSH_LSN. The next open starts its LSNs here.
+        let lsn = self.log.current_lsn();
+        self.spaces.record_checkpoint(lsn)?;
+        self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 }
 
 impl Drop for EngineInner {
     fn drop(&mut self) {
         if !self.closed.load(Ordering::Acquire) {
-            // Not closed explicitly: write back what we can so a clean process exit keeps data.
-            if let Err(err) = self.pool.flush_all() {
-                tracing::error!(%err, "flushing the buffer pool at drop failed");
-            }
-            for space in self.spaces.all() {
-                if let Err(err) = space.sync() {
-                    tracing::error!(%err, "syncing a tablespace at drop failed");
+            // Not closed explicitly: checkpoint so a clean process exit keeps data — unless the
+            // engine is read-only, when memory holds changes that must not reach disk.
+            match self.read_only_reason() {
+                Some(why) => {
+                    tracing::error!(%why, "engine dropped read-only: nothing written");
+                }
+                None => {
+                    if let Err(err) = self.checkpoint() {
+                        tracing::error!(%err, "checkpoint at drop failed");
+                    }
                 }
             }
             self.pool.shutdown();

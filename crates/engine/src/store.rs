@@ -3,12 +3,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use barracuda_btree::PlaceholderLog;
 use barracuda_buffer_pool::{PageStore, StoreError};
-use barracuda_page::{page_lsn, PageId, SpaceId};
+use barracuda_page::{page_lsn, Lsn, PageId, SpaceId};
 
+use crate::catalog::Catalog;
+use crate::error::Result;
 use crate::tablespace::Tablespace;
 
 /// Registry of open tablespaces by space id.
@@ -16,14 +18,49 @@ pub(crate) struct SpaceRegistry {
     spaces: RwLock<HashMap<SpaceId, Arc<Tablespace>>>,
     /// Told the LSN of every page read, so new changes get higher LSNs than what is on disk.
     log: Arc<PlaceholderLog>,
+    catalog: Arc<Mutex<Catalog>>,
+    /// Whether the catalog already records that pages were written after the last checkpoint
+    /// (see [`FLAG_PAGES_AFTER_CHECKPOINT`](crate::catalog::FLAG_PAGES_AFTER_CHECKPOINT)). Page
+    /// writes hold it shared for their whole duration, so a checkpoint that clears it (holding
+    /// it exclusively) cannot pass a write in flight.
+    written_after_checkpoint: RwLock<bool>,
 }
 
 impl SpaceRegistry {
-    pub(crate) fn new(log: Arc<PlaceholderLog>) -> Self {
+    pub(crate) fn new(log: Arc<PlaceholderLog>, catalog: Arc<Mutex<Catalog>>) -> Self {
+        let recorded = catalog.lock().pages_after_checkpoint();
         Self {
             spaces: RwLock::new(HashMap::new()),
             log,
+            catalog,
+            written_after_checkpoint: RwLock::new(recorded),
         }
+    }
+
+    /// Makes sure the catalog records, durably, that pages are being written after the last
+    /// checkpoint, and returns a guard to hold while writing.
+    fn before_page_write(&self) -> Result<RwLockReadGuard<'_, bool>> {
+        loop {
+            let recorded = self.written_after_checkpoint.read();
+            if *recorded {
+                return Ok(recorded);
+            }
+            drop(recorded);
+            let mut recorded = self.written_after_checkpoint.write();
+            if !*recorded {
+                self.catalog.lock().record_pages_after_checkpoint()?;
+                *recorded = true;
+            }
+        }
+    }
+
+    /// Records a completed checkpoint at `lsn` in the catalog: every change up to it is on disk
+    /// and no page was written since. The caller has flushed and synced every page.
+    pub(crate) fn record_checkpoint(&self, lsn: Lsn) -> Result<()> {
+        let mut recorded = self.written_after_checkpoint.write();
+        self.catalog.lock().record_flushed_lsn(lsn)?;
+        *recorded = false;
+        Ok(())
     }
 
     pub(crate) fn insert(&self, space: Arc<Tablespace>) {
@@ -42,7 +79,7 @@ impl SpaceRegistry {
         self.spaces.read().values().cloned().collect()
     }
 
-    fn space(&self, id: PageId) -> Result<Arc<Tablespace>, StoreError> {
+    fn space(&self, id: PageId) -> std::result::Result<Arc<Tablespace>, StoreError> {
         self.get(id.space_id).ok_or_else(|| {
             StoreError::new(
                 id,
@@ -53,7 +90,7 @@ impl SpaceRegistry {
 }
 
 impl PageStore for SpaceRegistry {
-    fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<(), StoreError> {
+    fn read_page(&self, id: PageId, buf: &mut [u8]) -> std::result::Result<(), StoreError> {
         let space = self.space(id)?;
         space
             .read_page(id.page_no, buf)
@@ -64,7 +101,11 @@ impl PageStore for SpaceRegistry {
         Ok(())
     }
 
-    fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<(), StoreError> {
+    fn write_pages(&self, pages: &[(PageId, &[u8])]) -> std::result::Result<(), StoreError> {
+        let first = pages.first().map_or(PageId::new(0, 0), |(id, _)| *id);
+        let _recorded = self
+            .before_page_write()
+            .map_err(|e| StoreError::new(first, e))?;
         // Group by tablespace so each file gets one vectored write.
         let mut by_space: HashMap<SpaceId, Vec<(u32, &[u8])>> = HashMap::new();
         for (id, image) in pages {

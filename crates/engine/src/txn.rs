@@ -15,9 +15,11 @@ type StagedRows = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 ///
 /// Reads through the transaction see its own writes first. Until commit nothing is visible to
 /// others. Commits are applied one batch at a time; a reader running while a batch is applied
-/// may see part of it (there is no MVCC yet — it comes with undo logs). If applying fails
-/// part-way (an I/O error), the engine turns read-only rather than let anything build on a
-/// half-applied batch; the redo log (next issue) makes the batch one log record instead.
+/// may see part of it (there is no MVCC yet — it comes with undo logs). Each row is applied
+/// all or nothing; if a row after the first fails (an I/O error, a full disk), the engine turns
+/// read-only and writes nothing more rather than let anything build on a half-applied batch
+/// (the redo log, next, makes the batch one log record instead). A batch whose first row
+/// fails changed nothing and the engine stays writable.
 pub struct Transaction<'e> {
     engine: &'e Engine,
     /// Per table (keyed by name, holding its handle), key → new value (`None` = delete).
@@ -115,7 +117,13 @@ impl<'e> Transaction<'e> {
                 };
                 if let Err(err) = result {
                     let err = Error::table(name, err);
-                    *inner.read_only.lock() = Some(format!("commit failed part-way: {err}"));
+                    // A put or delete that fails leaves its row as it was, so a batch whose
+                    // first row failed changed nothing. Any later failure leaves the batch half
+                    // applied, with no undo to take it back: nothing may build on it, nor may
+                    // it reach disk.
+                    if written + deleted > 0 {
+                        inner.poison(format!("a commit failed part-way: {err}"));
+                    }
                     return Err(err);
                 }
             }

@@ -1,7 +1,7 @@
 //! Catalog pages in `system.ibs`: the list of tables (name, space, root page, options).
 //!
 //! Format: `{ FIL header (next = next catalog page or FIL_NULL) | magic u32 @38 | n_entries u16
-//! @42 | reserved u16 @44 | next_space_id u32 @46 | next_index_id u64 @50 | reserved [6] @58 |
+//! @42 | flags u16 @44 | next_space_id u32 @46 | next_index_id u64 @50 | reserved [6] @58 |
 //! entries [n_entries × 96] @64 | zeros | trailer }`. Entry:
 //! `{ name_len u8 | row_format u8 | key_block_size u8 | page_compression u8 | compression_level u8
 //! | reserved [3] | space_id u32 | root_page_no u32 | index_id u64 | flags u32 | reserved u32 |
@@ -23,6 +23,8 @@ pub const CATALOG_MAGIC: u32 = u32::from_le_bytes(*b"BRCT");
 pub const OFF_CATALOG_MAGIC: usize = FIL_HEADER_SIZE;
 /// Offset of the entry count (u16).
 pub const OFF_CATALOG_N_ENTRIES: usize = FIL_HEADER_SIZE + 4;
+/// Offset of the engine-defined flags (u16).
+pub const OFF_CATALOG_FLAGS: usize = FIL_HEADER_SIZE + 6;
 /// Offset of the next space id to hand out (u32).
 pub const OFF_CATALOG_NEXT_SPACE_ID: usize = FIL_HEADER_SIZE + 8;
 /// Offset of the next index id to hand out (u64).
@@ -67,6 +69,8 @@ pub struct CatalogPage {
     pub next_space_id: SpaceId,
     /// The next index id the engine will assign (meaningful on the first catalog page).
     pub next_index_id: u64,
+    /// Engine-defined flags (meaningful on the first catalog page).
+    pub flags: u16,
     /// The entries, in stored order.
     pub entries: Vec<CatalogEntry>,
 }
@@ -154,6 +158,7 @@ impl CatalogPage {
             next_catalog_page: header.next,
             next_space_id: u32_at(buf, OFF_CATALOG_NEXT_SPACE_ID).unwrap_or(0),
             next_index_id: u64_at(buf, OFF_CATALOG_NEXT_INDEX_ID).unwrap_or(0),
+            flags: u16_at(buf, OFF_CATALOG_FLAGS).unwrap_or(0),
             entries,
         })
     }
@@ -185,6 +190,7 @@ impl CatalogPage {
         zero(buf, FIL_HEADER_SIZE, page_size.bytes() - FIL_TRAILER_SIZE);
         put_u32(buf, OFF_CATALOG_MAGIC, CATALOG_MAGIC);
         put_u16(buf, OFF_CATALOG_N_ENTRIES, self.entries.len() as u16);
+        put_u16(buf, OFF_CATALOG_FLAGS, self.flags);
         put_u32(buf, OFF_CATALOG_NEXT_SPACE_ID, self.next_space_id);
         put_u64(buf, OFF_CATALOG_NEXT_INDEX_ID, self.next_index_id);
         for (i, e) in self.entries.iter().enumerate() {
@@ -221,6 +227,7 @@ mod tests {
     fn a_full_catalog_page_round_trips_and_one_more_entry_is_refused() {
         for ps in PageSize::ALL {
             let page = CatalogPage {
+                flags: 0,
                 next_catalog_page: FIL_NULL,
                 next_space_id: 99,
                 next_index_id: 1234,
@@ -242,6 +249,7 @@ mod tests {
         let mut buf = vec![0u8; ps.bytes()];
         for name in [String::new(), "x".repeat(65)] {
             let page = CatalogPage {
+                flags: 0,
                 entries: vec![CatalogEntry { name, ..entry(0) }],
                 ..CatalogPage::default()
             };
@@ -251,6 +259,7 @@ mod tests {
             ));
         }
         let page = CatalogPage {
+            flags: 0,
             entries: vec![CatalogEntry {
                 name: "x".repeat(64),
                 ..entry(0)

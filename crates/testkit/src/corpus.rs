@@ -164,6 +164,7 @@ fn catalog_page(ps: PageSize, n: usize) -> Result<Vec<u8>, PageError> {
         next_catalog_page: FIL_NULL,
         next_space_id: n as u32 + 1,
         next_index_id: n as u64 + 10,
+        flags: 0,
         entries,
     };
     let mut buf = vec![0u8; ps.bytes()];

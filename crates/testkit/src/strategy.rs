@@ -491,10 +491,11 @@ pub fn catalog_page(page_size: PageSize) -> impl Strategy<Value = CatalogPage> {
         prop_oneof![vec(catalog_entry(), 0..=4), vec(catalog_entry(), 0..=cap)],
     )
         .prop_map(
-            |(next_catalog_page, next_space_id, next_index_id, entries)| CatalogPage {
+            |(next_catalog_page, next_space_id, next_index_id, flags, entries)| CatalogPage {
                 next_catalog_page,
                 next_space_id,
                 next_index_id,
+                flags,
                 entries,
             },
         )

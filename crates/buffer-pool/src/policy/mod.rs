@@ -10,7 +10,7 @@ mod legacy;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::time::{Duration, Instant};
 
-use crate::inner::Inner;
+use crate::inner::{Evictor, Inner};
 use crate::stats::inc;
 use crate::{FreePagePolicy, PoolError};
 
@@ -54,6 +54,13 @@ impl Inner {
         loop {
             if let Some(f) = self.pop_free() {
                 return Ok(f);
+            }
+            if let Some(reason) = self.writes_stopped() {
+                // No dirty page can be written, so no policy can wait for one to become clean:
+                // a clean page is the only source left.
+                return self
+                    .scan_and_evict(self.capacity, Evictor::User)
+                    .ok_or(PoolError::WritesStopped { reason });
             }
             let found = match self.policy() {
                 FreePagePolicy::Backoff

@@ -80,8 +80,19 @@ pub(super) fn read_system(path: &Path) -> std::result::Result<SystemInfo, Proble
         }
     }
     let newest = copies.into_iter().max_by_key(|c| c.generation);
-    if newest.is_none() {
-        problems.push(reader.problem(None, "no valid catalog copy"));
+    match &newest {
+        None => problems.push(reader.problem(None, "no valid catalog copy")),
+        Some(c) if c.flags & catalog::FLAG_PAGES_AFTER_CHECKPOINT != 0 => {
+            problems.push(reader.problem(
+                None,
+                format!(
+                    "not shut down cleanly: table pages were written after the last checkpoint \
+                     (LSN {}), so tables may mix old and new pages; the engine refuses to open it",
+                    c.flushed_lsn
+                ),
+            ));
+        }
+        Some(_) => {}
     }
     for page_no in 1..reader.pages {
         if checked.contains(&page_no) {

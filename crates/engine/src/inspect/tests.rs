@@ -229,3 +229,35 @@ fn the_checker_does_not_follow_a_hostile_table_name_out_of_the_directory() {
         Err(crate::Error::InvalidTableName { .. })
     ));
 }
+
+#[test]
+fn a_database_stopped_after_writing_pages_past_its_checkpoint_is_a_problem() {
+    let tmp = tempfile::tempdir().unwrap();
+    let options = EngineOptions::default()
+        .page_size(PAGE_SIZE)
+        .buffer_pool_bytes(64 * PAGE_SIZE.bytes());
+    let db = Engine::open(tmp.path(), options.clone()).unwrap();
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    // Far more than 64 frames of rows: evictions write pages after the (initial) checkpoint.
+    for i in 0u32..4000 {
+        db.put(&t, format!("k{i:06}").as_bytes(), &[7; 200])
+            .unwrap();
+    }
+    assert!(db.status().pool.pages_written() > 0);
+    // Read-only: the close writes nothing, as after a crash.
+    db.inner.poison("test: stop as a crash would".into());
+    assert!(db.close().is_err());
+
+    let report = check_database(tmp.path()).unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.reason.contains("not shut down cleanly")),
+        "{report}"
+    );
+    assert!(matches!(
+        Engine::open(tmp.path(), options),
+        Err(crate::Error::UncleanShutdown { .. })
+    ));
+}

@@ -1,0 +1,221 @@
+//! Splits: a node that cannot take a record is split in two and the new right half is posted to
+//! the parent, splitting upwards as far as needed; a root that splits is first raised.
+//!
+//! Two phases. [`BTree::acquire_for_split`] latches, allocates and reserves everything the split
+//! chain may need — for every node that may split, a new page, a frame and its right neighbour
+//! (whose back link changes), plus a page for raising the root — without changing a byte. Then
+//! [`BTree::split_and_insert`] changes pages, taking only from what was acquired. InnoDB
+//! reserves free extents before a pessimistic insert for the same reason
+//! (`fsp_reserve_free_extents` in `btr_cur_pessimistic_insert`).
+
+use barracuda_buffer_pool::ExclusiveGuard;
+use barracuda_page::PageNo;
+
+use crate::error::{BTreeError, Result};
+use crate::held::Held;
+use crate::insert::shortest_separator;
+use crate::mtr::Mtr;
+use crate::node::{self, NodeMut, NodeRef, Value};
+use crate::tree::BTree;
+
+impl BTree {
+    /// Acquires what splitting `leaf` may need, with `path` its latched ancestors (top first, as
+    /// [`descend_pessimistic`](Self::descend_pessimistic) leaves them). An ancestor may split
+    /// only if it might not take the largest possible separator; the chain stops at the first
+    /// that surely can. A bound, not the exact need: what goes unused is released afterwards.
+    pub(crate) fn acquire_for_split<'a>(
+        &'a self,
+        leaf: &ExclusiveGuard<'a>,
+        path: &[(ExclusiveGuard<'a>, usize)],
+    ) -> Result<Held<'a>> {
+        let separator_record = node::max_separator_record(self.ctx.pool.page_size());
+        let mut may_split = vec![leaf];
+        for (ancestor, _) in path.iter().rev() {
+            let node = NodeRef::open(ancestor, ancestor.page_id(), self)?;
+            if node.free_space() >= separator_record {
+                break;
+            }
+            may_split.push(ancestor);
+        }
+        let raises_root = may_split
+            .last()
+            .is_some_and(|top| top.page_id().page_no == self.root);
+        let mut held = Held::new(self);
+        for node in &may_split {
+            if let Some(next) = NodeRef::open(node, node.page_id(), self)?.next() {
+                held.latch(next)?;
+            }
+        }
+        held.allocate(
+            may_split.len() + usize::from(raises_root),
+            leaf.page_id().page_no,
+        )?;
+        Ok(held)
+    }
+
+    /// Inserts a record that does not fit into `guard`'s node at `pos` by splitting the node,
+    /// then posting the separator to the parent, splitting upwards as far as needed.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn split_and_insert<'a>(
+        &'a self,
+        mtr: &mut Mtr<'a>,
+        held: &mut Held<'a>,
+        guard: ExclusiveGuard<'a>,
+        mut path: Vec<(ExclusiveGuard<'a>, usize)>,
+        pos: usize,
+        key: &[u8],
+        value: Value<'_>,
+    ) -> Result<()> {
+        let (mut parent, mut pending) =
+            self.split_up(mtr, held, guard, &mut path, pos, key, value)?;
+        loop {
+            let (pos, separator, right) = pending;
+            let child = Value::Child(right);
+            let id = parent.page_id();
+            let fits = NodeRef::open(&parent, id, self)?.free_space()
+                >= node::record_size(self.ctx.pool.page_size(), separator.len(), child);
+            if fits {
+                if !NodeMut::open(&mut parent, id, self)?.insert(pos, &separator, child)? {
+                    return Err(BTreeError::corrupt(
+                        id,
+                        "separator did not fit after a room check",
+                    ));
+                }
+                mtr.changed(parent);
+                return Ok(());
+            }
+            (parent, pending) =
+                self.split_up(mtr, held, parent, &mut path, pos, &separator, child)?;
+        }
+    }
+
+    /// Splits `guard`'s node placing `key → value` at `pos`, and returns the node's parent
+    /// (latched) with what to post there: `(position, separator, new right page)`.
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
+    fn split_up<'a>(
+        &'a self,
+        mtr: &mut Mtr<'a>,
+        held: &mut Held<'a>,
+        guard: ExclusiveGuard<'a>,
+        path: &mut Vec<(ExclusiveGuard<'a>, usize)>,
+        pos: usize,
+        key: &[u8],
+        value: Value<'_>,
+    ) -> Result<(ExclusiveGuard<'a>, (usize, Vec<u8>, PageNo))> {
+        let (mut node, (parent, idx)) = self.prepare_split(held, guard, path)?;
+        let (separator, right) = self.split_node(mtr, held, &mut node, pos, key, value)?;
+        mtr.changed(node);
+        Ok((parent, (idx + 1, separator, right)))
+    }
+
+    /// Gives the node to split and its parent (with the node's index in it). A root is first
+    /// "raised": its records move to a new child, the root becomes that child's parent.
+    #[allow(clippy::type_complexity)]
+    fn prepare_split<'a>(
+        &'a self,
+        held: &mut Held<'a>,
+        mut guard: ExclusiveGuard<'a>,
+        path: &mut Vec<(ExclusiveGuard<'a>, usize)>,
+    ) -> Result<(ExclusiveGuard<'a>, (ExclusiveGuard<'a>, usize))> {
+        if let Some(parent) = path.pop() {
+            return Ok((guard, parent));
+        }
+        let id = guard.page_id();
+        if id.page_no != self.root {
+            return Err(BTreeError::corrupt(
+                id,
+                "a node released as safe had to split",
+            ));
+        }
+        let (level, index_id) = {
+            let node = NodeRef::open(&guard, id, self)?;
+            (node.level(), node.index_id())
+        };
+        let mut child = held.take_new_page(id)?;
+        let child_id = child.page_id();
+        NodeMut::copy_page(&mut child, &guard, child_id)?;
+        NodeMut::open(&mut child, child_id, self)?.set_links(None, None);
+        NodeMut::init(
+            &mut guard,
+            id,
+            level + 1,
+            index_id,
+            None,
+            None,
+            self.ctx.pool.page_size(),
+        )?;
+        let placed =
+            NodeMut::open(&mut guard, id, self)?.insert(0, &[], Value::Child(child_id.page_no))?;
+        if !placed {
+            return Err(BTreeError::corrupt(
+                id,
+                "an empty root cannot take one child pointer",
+            ));
+        }
+        Ok((child, (guard, 0)))
+    }
+
+    /// Splits `guard`'s node into itself and a new right sibling, placing the new record in the
+    /// half it belongs to. Returns the separator for the parent and the new page.
+    fn split_node<'a>(
+        &'a self,
+        mtr: &mut Mtr<'a>,
+        held: &mut Held<'a>,
+        guard: &mut ExclusiveGuard<'a>,
+        pos: usize,
+        key: &[u8],
+        value: Value<'_>,
+    ) -> Result<(Vec<u8>, PageNo)> {
+        let id = guard.page_id();
+        let (level, old_next, split) = {
+            let node = NodeRef::open(guard, id, self)?;
+            (node.level(), node.next(), node.split_point(pos, key, value))
+        };
+        let mut right = held.take_new_page(id)?;
+        let right_id = right.page_id();
+        let right_no = right_id.page_no;
+        let next = old_next.map(|n| held.take_latched(n)).transpose()?;
+        {
+            let mut right_node = NodeMut::init(
+                &mut right,
+                right_id,
+                level,
+                self.index_id,
+                Some(id.page_no),
+                old_next,
+                self.ctx.pool.page_size(),
+            )?;
+            let mut left = NodeMut::open(guard, id, self)?;
+            left.move_tail_to(split.at, &mut right_node)?;
+            left.set_next(Some(right_no));
+            let placed = if split.insert_left {
+                left.insert(pos, key, value)?
+            } else {
+                right_node.insert(pos - split.at, key, value)?
+            };
+            if !placed {
+                return Err(BTreeError::corrupt(
+                    id,
+                    "record does not fit in either half of a split",
+                ));
+            }
+        }
+        if let Some(mut next) = next {
+            let next_id = next.page_id();
+            NodeMut::open(&mut next, next_id, self)?.set_prev(Some(right_no));
+            mtr.changed(next);
+        }
+        let separator = {
+            let left = NodeRef::open(guard, id, self)?;
+            let right_node = NodeRef::open(&right, right_id, self)?;
+            let first = right_node.key(0)?;
+            if level == 0 {
+                shortest_separator(left.key(left.len().saturating_sub(1))?, first)
+            } else {
+                first.to_vec()
+            }
+        };
+        mtr.changed(right);
+        Ok((separator, right_no))
+    }
+}
