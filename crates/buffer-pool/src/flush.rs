@@ -218,6 +218,9 @@ impl Inner {
         inc(&self.counters.lru_scans);
         let mut scanned = 0usize;
         let mut resume: Option<u32> = None;
+        // With writes stopped the batch still evicts clean pages, and does not fail every round
+        // on the dirty ones.
+        let can_write = self.writes_stopped().is_none();
         // The scan gives the LRU mutex back every `LRU_BATCH_CHUNK` pages so that user threads
         // (hits that make pages young, requests for a free frame) are not held up behind a whole
         // batch; it resumes from where it stopped if that page is still on the LRU, else from the
@@ -243,7 +246,9 @@ impl Inner {
                 if self.try_evict_locked(&mut lists, cur, Evictor::Manager) {
                     lists.free.push(cur, &self.free_len);
                     handled += 1;
-                } else if claimed.len() < LRU_WRITE_BATCH && self.claim_for_flush(&mut claimed, cur)
+                } else if can_write
+                    && claimed.len() < LRU_WRITE_BATCH
+                    && self.claim_for_flush(&mut claimed, cur)
                 {
                     handled += 1;
                 }
