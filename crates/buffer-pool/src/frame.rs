@@ -57,6 +57,16 @@ impl Reservation {
         let base = NonNull::new(addr.cast::<u8>()).ok_or_else(|| {
             io::Error::new(io::ErrorKind::OutOfMemory, "mmap returned a null address")
         })?;
+        // Transparent huge pages: fewer TLB misses when hits range over a large pool (random
+        // `get_shared` hits over 50,000 16 KiB pages: 1.07-1.36 us without, 0.55-0.88 us with;
+        // no difference over 1,000 pages). Advice only: without THP the frames work the same.
+        // SAFETY: advice about the mapping just made; it changes no byte of it.
+        if unsafe { libc::madvise(addr, len, libc::MADV_HUGEPAGE) } != 0 {
+            tracing::debug!(
+                error = %io::Error::last_os_error(),
+                "buffer pool frames: no transparent huge pages"
+            );
+        }
         Ok(Self { base, len })
     }
 }
