@@ -1,7 +1,8 @@
 //! The Barracuda buffer pool: InnoDB's buffer pool in Rust.
 //!
-//! - A fixed array of page-size-aligned frames allocated once, a descriptor per frame, a sharded
-//!   page hash (`PageId` → frame).
+//! - A fixed array of page-size-aligned frames reserved once in one mapping (memory is backed
+//!   as frames are first used, so a pool of any size opens in milliseconds), a descriptor per
+//!   frame, a sharded page hash (`PageId` → frame).
 //! - An **LRU list with midpoint insertion** (`innodb_old_blocks_pct`, `innodb_old_blocks_time`):
 //!   pages read from disk enter the old sublist, so a scan cannot flush the hot set.
 //! - A **flush list** ordered by oldest modification LSN; writes obey the WAL rule

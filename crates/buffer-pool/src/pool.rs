@@ -41,10 +41,12 @@ impl std::fmt::Debug for BufferPool {
 }
 
 impl BufferPool {
-    /// Allocates every frame (page-size aligned, once) and starts the background LRU manager
-    /// and read-ahead threads.
+    /// Reserves every frame (page-size aligned, once; memory is backed as frames are first
+    /// used, so this takes milliseconds whatever the capacity) and starts the background LRU
+    /// manager and read-ahead threads.
     ///
     /// Errors: [`PoolError::InvalidConfig`] if the capacity is below 16 pages;
+    /// [`PoolError::FrameMemory`] if the frames' address space cannot be reserved;
     /// [`PoolError::Thread`] if a thread cannot be spawned.
     pub fn new(config: PoolConfig, store: Arc<dyn PageStore>) -> Result<Arc<Self>, PoolError> {
         let old_blocks_time = whole_ms(config.old_blocks_time);
