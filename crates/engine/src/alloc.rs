@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use barracuda_btree::{BTreeError, LogSink, Mtr, PageAllocator};
-use barracuda_buffer_pool::{BufferPool, ExclusiveGuard};
+use barracuda_buffer_pool::{BufferPool, ExclusiveGuard, PoolError, StoreError};
 use barracuda_page::{
     bit_index, bitmap_page_for, pages_per_bitmap, space::format_bitmap_page, AllocationBitmap,
     PageId, PageNo, SpaceHeader, SpaceId,
@@ -141,9 +141,14 @@ impl PageAllocator for SpaceAllocator {
                             .get_exclusive(PageId::new(space, first_free_bitmap))?,
                     );
                 }
-                tablespace
-                    .grow_to(new_size)
-                    .map_err(|e| alloc_err(space, e))?;
+                // A failed growth is the page store failing (ENOSPC, EIO): it travels as one, so
+                // the caller sees the I/O error's kind and file, not a string.
+                tablespace.grow_to(new_size).map_err(|e| {
+                    BTreeError::Pool(PoolError::Store(StoreError::new(
+                        PageId::new(space, old_size),
+                        e,
+                    )))
+                })?;
                 for (region_no, mut guard) in new_bitmaps {
                     format_bitmap_page(&mut guard, page_size, space, region_no).map_err(
                         |source| BTreeError::Page {

@@ -406,7 +406,15 @@ impl From<IoError> for Error {
 
 impl From<PoolError> for Error {
     fn from(err: PoolError) -> Self {
-        Self::from_pool(err)
+        match err {
+            // Both mean memory holds a change that must not be built on or written: to a
+            // caller that is the engine being read-only, with the reason.
+            PoolError::WritesStopped { reason } => Self::ReadOnly(reason),
+            PoolError::PoisonedPage { page } => Self::ReadOnly(format!(
+                "{page} was left half-changed by a failed mini-transaction"
+            )),
+            other => Self::from_pool(other),
+        }
     }
 }
 

@@ -257,3 +257,36 @@ fn a_failed_operation_leaves_no_half_done_change_sampled() {
 fn a_failed_operation_leaves_no_half_done_change_for_every_n() {
     run_all(|_| 1);
 }
+
+#[test]
+fn a_full_disk_while_growing_a_table_is_a_no_space_error_and_the_row_can_be_retried() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = FaultyFileSystem::new();
+    let db = Engine::open(tmp.path(), options(&fs)).unwrap();
+    let table = db.create_table("t", TableOptions::default()).unwrap();
+    fs.fail_nth(OpKind::SetLen, 1, FaultError::Enospc);
+    let value = [3u8; 900];
+    let mut failed_at = None;
+    for i in 0..2000u32 {
+        let key = format!("k{i:06}");
+        if let Err(err) = db.put(&table, key.as_bytes(), &value) {
+            assert!(
+                matches!(
+                    &err,
+                    Error::Io { file, kind: barracuda::IoErrorKind::NoSpace, .. }
+                        if file.ends_with("tables/t.ibd")
+                ),
+                "{err:?}"
+            );
+            // A one-row batch that failed changed nothing: the engine stays writable.
+            assert!(db.status().read_only.is_none());
+            db.put(&table, key.as_bytes(), &value).unwrap();
+            failed_at = Some(i);
+            break;
+        }
+    }
+    let failed_at = failed_at.expect("the file had to grow");
+    assert_eq!(scan(&db, &table).unwrap().len(), failed_at as usize + 1);
+    db.check_table(&table).unwrap();
+    db.close().unwrap();
+}
