@@ -22,13 +22,23 @@ pub struct MtrSummary<'a> {
     pub pages: &'a [PageId],
 }
 
+/// The log positions an mtr's records occupy: from `start` (where its first record begins) to
+/// `end` (where its last ends). Ranges of successive mtrs never overlap and grow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LsnRange {
+    /// Where the mtr's records begin.
+    pub start: Lsn,
+    /// Where they end; strictly greater than `start`.
+    pub end: Lsn,
+}
+
 /// Receives committed mini-transactions and assigns them LSNs.
 ///
 /// Implemented by the redo log; [`PlaceholderLog`] until then.
 pub trait LogSink: Send + Sync {
-    /// Appends the mtr's records and returns the LSN at which they end (strictly greater than every
-    /// LSN returned before).
-    fn commit_mtr(&self, mtr: &MtrSummary<'_>) -> std::result::Result<Lsn, BTreeError>;
+    /// Appends the mtr's records and returns the range of log they occupy: `start` is at or
+    /// above every `end` returned before, `end > start`.
+    fn commit_mtr(&self, mtr: &MtrSummary<'_>) -> std::result::Result<LsnRange, BTreeError>;
 
     /// The newest LSN handed out so far.
     fn current_lsn(&self) -> Lsn;
@@ -65,10 +75,14 @@ impl Default for PlaceholderLog {
 }
 
 impl LogSink for PlaceholderLog {
-    fn commit_mtr(&self, mtr: &MtrSummary<'_>) -> std::result::Result<Lsn, BTreeError> {
+    fn commit_mtr(&self, mtr: &MtrSummary<'_>) -> std::result::Result<LsnRange, BTreeError> {
         // Advance by one per page so the LSN grows with the amount of change, as a real log would.
         let step = mtr.pages.len().max(1) as u64;
-        Ok(self.next_lsn.fetch_add(step, Ordering::AcqRel) + step)
+        let start = self.next_lsn.fetch_add(step, Ordering::AcqRel);
+        Ok(LsnRange {
+            start,
+            end: start + step,
+        })
     }
 
     fn current_lsn(&self) -> Lsn {
@@ -115,21 +129,26 @@ impl<'a> Mtr<'a> {
         self.changed.is_empty()
     }
 
-    /// Logs the mtr, stamps its pages with the end LSN (marking them dirty) and releases them.
-    /// Returns the end LSN, or `None` when the mtr changed nothing. If the log refuses the
+    /// Logs the mtr, stamps its pages with the end LSN and marks them dirty, then releases
+    /// them. Returns the end LSN, or `None` when the mtr changed nothing. If the log refuses the
     /// records, the mtr is abandoned (its pages are poisoned, see the type's documentation).
+    ///
+    /// A page that was clean gets the mtr's *start* LSN as its oldest modification (InnoDB: the
+    /// flush list holds `oldest_modification` = the start LSN of the first mtr that dirtied the
+    /// page): a checkpoint at a page's oldest modification must replay that mtr, which begins
+    /// there. With the end LSN, a checkpoint could land inside the mtr and skip it.
     pub fn commit(mut self) -> Result<Option<Lsn>> {
         if self.changed.is_empty() {
             return Ok(None);
         }
         let pages: Vec<PageId> = self.changed.iter().map(ExclusiveGuard::page_id).collect();
-        let lsn = self.log.commit_mtr(&MtrSummary { pages: &pages })?;
+        let range = self.log.commit_mtr(&MtrSummary { pages: &pages })?;
         for guard in &mut self.changed {
-            barracuda_page::set_page_lsn(guard, lsn);
-            guard.mark_dirty(lsn);
+            barracuda_page::set_page_lsn(guard, range.end);
+            guard.mark_dirty_since(range.start, range.end);
         }
         // Latches are released only now, after the pages carry the LSN.
         self.changed.clear();
-        Ok(Some(lsn))
+        Ok(Some(range.end))
     }
 }

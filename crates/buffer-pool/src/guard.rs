@@ -135,7 +135,17 @@ impl<'a> ExclusiveGuard<'a> {
     /// The pool writes it later only after `PageStore::flush_log_up_to(newest)` (the WAL rule).
     /// InnoDB: `buf_flush_note_modification`. A page whose space was discarded is not re-dirtied.
     pub fn mark_dirty(&mut self, lsn: Lsn) {
-        self.tracker.inner.mark_dirty(self.tracker.frame, lsn);
+        self.mark_dirty_since(lsn, lsn);
+    }
+
+    /// Records a change logged from `start_lsn` to `end_lsn` (a mini-transaction's range):
+    /// newest modification = max(newest, `end_lsn`); if the page was clean, oldest modification
+    /// = `start_lsn`, so that a checkpoint at the page's oldest modification replays the whole
+    /// mtr. Otherwise as [`mark_dirty`](Self::mark_dirty).
+    pub fn mark_dirty_since(&mut self, start_lsn: Lsn, end_lsn: Lsn) {
+        self.tracker
+            .inner
+            .mark_dirty(self.tracker.frame, start_lsn, end_lsn);
         self.tracker.unrecorded_change = false;
     }
 

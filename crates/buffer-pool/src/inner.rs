@@ -531,21 +531,23 @@ impl Inner {
 
     // ---- dirty pages --------------------------------------------------------------------------
 
-    /// Marks X-latched frame `f` dirty at `lsn`. InnoDB: `buf_flush_note_modification`.
-    pub(crate) fn mark_dirty(&self, f: u32, lsn: Lsn) {
+    /// Marks X-latched frame `f` dirty by a change logged from `start_lsn` to `end_lsn`: newest
+    /// = max(newest, end); a clean page joins the flush list with oldest = start.
+    /// InnoDB: `buf_flush_note_modification`.
+    pub(crate) fn mark_dirty(&self, f: u32, start_lsn: Lsn, end_lsn: Lsn) {
         let d = &self.frames.frame(f).desc;
         let mut fl = self.flush_list.lock();
         if d.state() != State::Valid {
             return; // discarded while latched: its space is gone
         }
-        d.newest_lsn.fetch_max(lsn, SeqCst);
+        d.newest_lsn.fetch_max(end_lsn, SeqCst);
         d.modify_count.fetch_add(1, SeqCst);
         if !d.is_dirty() {
-            d.oldest_lsn.store(lsn, SeqCst);
+            d.oldest_lsn.store(start_lsn, SeqCst);
             d.dirty_epoch
                 .store(self.dirty_epoch.fetch_add(1, SeqCst) + 1, SeqCst);
             d.dirty.store(true, SeqCst);
-            fl.insert(lsn, f);
+            fl.insert(start_lsn, f);
         }
     }
 
