@@ -23,6 +23,7 @@
 //! db.close()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![deny(clippy::indexing_slicing)]
 
 mod alloc;
 mod api_assertions;
