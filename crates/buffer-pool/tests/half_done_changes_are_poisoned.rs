@@ -105,12 +105,14 @@ fn with_writes_stopped_a_full_pool_fails_fast_instead_of_waiting() {
             .policy(policy)
             .all_pinned_timeout(std::time::Duration::from_mins(1));
         let (_store, pool) = setup(config, 100);
-        // Every frame dirty: no page can become free without a write.
+        // Writes stop first, so the background manager cannot clean any page meanwhile; then
+        // every frame is filled with a dirty page: none can become free without a write.
+        pool.stop_writes("test: a batch was applied part-way");
         for n in 0..16 {
             let mut page = pool.get_exclusive(pid(n)).unwrap();
             commit_change(&mut page, u64::from(n) + 1);
         }
-        pool.stop_writes("test: a batch was applied part-way");
+        assert_eq!(pool.stats().dirty_pages, 16, "{policy:?}");
         let started = std::time::Instant::now();
         let err = pool.get_shared(pid(50)).unwrap_err();
         assert!(
