@@ -4,4 +4,10 @@
 //!
 //! The engine does not use this crate yet: the mini-transaction records, recovery's apply phase
 //! and the page cleaner land in later steps.
+//!
+//! - [`flushing`]: the adaptive-flushing controller as a pure function of measured state
+//!   (InnoDB's formulas in [`flushing::InnoDbController`], a PI controller to compare), and the
+//!   async/sync flush points of a log's capacity.
 #![deny(clippy::indexing_slicing)]
+
+pub mod flushing;
