@@ -5,9 +5,32 @@
 //! The engine does not use this crate yet: the mini-transaction records, recovery's apply phase
 //! and the page cleaner land in later steps.
 //!
+//! - [`RedoLog`]: one preallocated, fixed-capacity log file under `<dir>/redo/`, used
+//!   circularly; mtrs (opaque byte strings here) are framed with their length and a CRC-32C
+//!   that covers their LSN, appended concurrently into a log buffer, written and synced by
+//!   group commit ([`Durability`]), and checkpointed in two alternating slots.
+//! - [`Recovery`]: opens a log, picks the newest valid checkpoint and scans the mtrs from it to
+//!   the first torn, stale or corrupt frame, then opens the log for appending at that end.
+//!   Byte layout: `docs/FORMATS.md`, "Redo log files".
 //! - [`flushing`]: the adaptive-flushing controller as a pure function of measured state
 //!   (InnoDB's formulas in [`flushing::InnoDbController`], a PI controller to compare), and the
 //!   async/sync flush points of a log's capacity.
 #![deny(clippy::indexing_slicing)]
 
+mod error;
 pub mod flushing;
+mod format;
+mod log;
+mod recovery;
+mod ring;
+
+pub use error::{RedoError, Result};
+pub use log::{
+    log_path, Durability, LogStats, RedoLog, RedoOptions, BACKGROUND_INTERVAL, DEFAULT_START_LSN,
+    LOG_FILE_NAME,
+};
+pub use recovery::{RecoveredMtr, Recovery};
+
+/// A log sequence number: the byte position in the logical log stream (frames included), which
+/// only grows; LSN `l` is stored at data-area offset `l % capacity`.
+pub type Lsn = u64;
