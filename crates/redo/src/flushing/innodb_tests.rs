@@ -180,6 +180,26 @@ fn recommendation_by_hand_with_averaging_every_call() {
 }
 
 #[test]
+fn the_dirty_term_wins_when_it_is_larger() {
+    let s = settings(|s| s.set_flushing_avg_loops(1).expect("valid"));
+    let mut c = InnoDbController::new();
+    // 500 of 999 pool pages dirty (50 % → pct_for_dirty 54), at 1,000,000 + 1,200 × i.
+    let list: Vec<Lsn> = (0..500).map(|i| 1_000_000 + 1_200 * i).collect();
+    c.recommend(&state(1_000_000, &list, 999, 0), &s);
+    // Age 300,000 < lwm 400,000 → pct_for_lsn 0. lsn_avg_rate = 300,000 / 2 = 150,000; target
+    // 1,450,000 → i ≤ 375 → 376 pages → 125. PCT_IO(54) = 108. (108 + 0 + 125) / 3 = 77.
+    let r = c.recommend(&state(1_300_000, &list, 999, 0), &s);
+    assert_eq!(
+        (
+            r.metrics.buffer_flush_pct_for_dirty,
+            r.metrics.buffer_flush_pct_for_lsn
+        ),
+        (54, 0)
+    );
+    assert_eq!(r.pages, 77);
+}
+
+#[test]
 fn the_lsn_target_counts_only_pages_old_enough() {
     let s = settings(|s| s.set_flushing_avg_loops(1).expect("valid"));
     let mut c = InnoDbController::new();
@@ -254,6 +274,33 @@ fn caps_pages_for_lsn_at_twice_and_n_pages_at_io_capacity_max() {
     assert_eq!(r.metrics.buffer_flush_n_to_flush_by_age, 4_000);
     assert_eq!(r.metrics.buffer_flush_pct_for_lsn, 1333);
     assert_eq!(r.pages, 2_000);
+}
+
+/// A counter that ignores the limit, as a cleaner walking an unbounded list might.
+struct Unbounded(u64);
+
+impl FlushListAges for Unbounded {
+    fn count_oldest_at_most(&self, _lsn: Lsn, _limit: u64) -> u64 {
+        self.0
+    }
+}
+
+#[test]
+fn pages_for_lsn_is_capped_even_if_the_counter_ignores_its_limit() {
+    let s = settings(|s| s.set_flushing_avg_loops(1).expect("valid"));
+    let mut c = InnoDbController::new();
+    let huge = Unbounded(1_000_000);
+    let mut st = state(1, &[], 1_000_000, 0);
+    st.flush_list = &huge;
+    c.recommend(&st, &s);
+    st.current_lsn = 2;
+    // by_age = 1,000,000 / 3 = 333,333 (the metric is uncapped); pages_for_lsn = 4,000;
+    // pct 0 (age 0, dirty 0), avg_page_rate 0 → 4,000 / 3 = 1,333.
+    let r = c.recommend(&st, &s);
+    assert_eq!(
+        (r.metrics.buffer_flush_n_to_flush_by_age, r.pages),
+        (333_333, 1_333)
+    );
 }
 
 #[test]
@@ -342,6 +389,8 @@ proptest! {
         io in 100u64..5000, extra in 0u64..20_000,
     ) {
         let mut s = FlushSettings::default();
+        // Lower io_capacity first, so any new maximum is at least the current capacity.
+        s.set_io_capacity(100).expect("valid");
         s.set_io_capacity_max(io + extra).expect("valid");
         s.set_io_capacity(io).expect("valid");
         s.set_adaptive_flushing_lwm(lwm).expect("valid");

@@ -66,7 +66,15 @@ impl FlushController for PiController {
 
     fn recommend(&mut self, state: &FlushState<'_>, settings: &FlushSettings) -> FlushRequest {
         let current = state.current_lsn;
-        let last = self.last_lsn.replace(current).unwrap_or(current);
+        let Some(last) = self.last_lsn.replace(current) else {
+            // Like InnoDB's, the first call only records where the redo starts.
+            let metrics = FlushMetrics::default();
+            return FlushRequest {
+                pages: 0,
+                lsn_limit: None,
+                metrics,
+            };
+        };
         let secs = state.elapsed.as_secs_f64();
         if current <= last || secs <= 0.0 {
             let pages = settings
@@ -116,5 +124,78 @@ impl FlushController for PiController {
                 buffer_flush_adaptive_total_pages: self.total_pages,
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flushing::{FlushPoints, SortedAges};
+    use std::time::Duration;
+
+    const POINTS: FlushPoints = FlushPoints {
+        log_capacity: 4_000_000,
+        max_modified_age_async: 2_000_000,
+        max_modified_age_sync: 2_500_000,
+        max_checkpoint_age_async: 2_750_000,
+        max_checkpoint_age: 3_000_000,
+    };
+
+    /// Pages at oldest modifications 0, 1,000, …, 999,000; 1,000 dirty pages in a pool of 1,000,000.
+    fn request(c: &mut PiController, current_lsn: Lsn) -> FlushRequest {
+        let ages: Vec<Lsn> = (0..1_000).map(|i| 1_000 * i).collect();
+        let list = SortedAges::new(&ages).expect("sorted");
+        let state = FlushState {
+            current_lsn,
+            oldest_modification: Some(0),
+            points: POINTS,
+            dirty_pages: 1_000,
+            pool_pages: 1_000_000,
+            pages_flushed: 0,
+            elapsed: Duration::from_secs(1),
+            flush_list: &list,
+        };
+        c.recommend(&state, &FlushSettings::default())
+    }
+
+    #[test]
+    fn at_the_target_it_flushes_one_second_of_redo_from_the_tail() {
+        // Target = 50 % of 2,000,000 = 1,000,000 = the age. 100,000 bytes of redo in 1 s: the feed-
+        // forward counts pages with oldest ≤ 100,000 → 101; error 0, integral 0 → 101 pages.
+        let mut c = PiController::new(PiSettings::default());
+        request(&mut c, 900_000);
+        let r = request(&mut c, 1_000_000);
+        assert_eq!(
+            (r.pages, r.metrics.buffer_flush_n_to_flush_by_age),
+            (101, 101)
+        );
+        assert_eq!(r.metrics.buffer_flush_lsn_avg_rate, 100_000);
+    }
+
+    #[test]
+    fn above_the_target_it_flushes_more_and_below_less() {
+        // Age 1,500,000: error 0.5, integral 0.5 → gain 1 + 0.5 + 0.05 = 1.55; 101 × 1.55 = 156.55 → 157.
+        let mut c = PiController::new(PiSettings::default());
+        request(&mut c, 1_400_000);
+        assert_eq!(request(&mut c, 1_500_000).pages, 157);
+        // Age 500,000: error −0.5, integral −0.5 → gain 1 − 0.5 − 0.05 = 0.45; 101 × 0.45 = 45.45 → 45.
+        let mut c = PiController::new(PiSettings::default());
+        request(&mut c, 400_000);
+        assert_eq!(request(&mut c, 500_000).pages, 45);
+    }
+
+    #[test]
+    fn no_redo_is_an_idle_second() {
+        let mut c = PiController::new(PiSettings::default());
+        assert_eq!(
+            request(&mut c, 1_000_000).pages,
+            0,
+            "the first call only records the LSN"
+        );
+        let r = request(&mut c, 1_000_000);
+        assert_eq!(
+            (r.pages, r.metrics.buffer_flush_adaptive_total_pages),
+            (200, 0)
+        );
     }
 }
