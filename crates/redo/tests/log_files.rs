@@ -429,3 +429,34 @@ proptest! {
         }
     }
 }
+
+/// `Async` writes at commit and `None` does not; in both the background thread makes the log
+/// durable without anyone asking (about once a second).
+#[test]
+fn the_background_thread_syncs_async_and_none_logs() {
+    for durability in [Durability::Async, Durability::None] {
+        let fs = FaultyFileSystem::new();
+        let opts = RedoOptions {
+            durability,
+            ..small()
+        };
+        let log = RedoLog::create(&fs, Path::new(DIR), &opts).unwrap();
+        let (_, end) = log.commit(&mtr(1, 50)).unwrap();
+        assert_eq!(
+            log.stats().writes,
+            u64::from(durability == Durability::Async)
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while log.flushed_lsn() < end {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{durability:?}: not synced within 30 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        drop(log);
+        fs.crash().unwrap();
+        let (_, found) = scan(&fs);
+        assert_eq!(found.len(), 1, "{durability:?}");
+    }
+}
