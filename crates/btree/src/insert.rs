@@ -192,7 +192,7 @@ impl BTree {
             return Ok(fit.previous);
         }
         // Everything that can fail comes before the first change.
-        let mut held = self.acquire_for_split(&guard, &path)?;
+        let mut held = self.acquire_for_split(&guard, &path, key.len())?;
         let mut mtr = Mtr::new(self.ctx.log.as_ref());
         let pos = match fit.found {
             Ok(pos) => {

@@ -19,22 +19,31 @@ use crate::node::{self, NodeMut, NodeRef, Value};
 use crate::tree::BTree;
 
 impl BTree {
-    /// Acquires what splitting `leaf` may need, with `path` its latched ancestors (top first, as
-    /// [`descend_pessimistic`](Self::descend_pessimistic) leaves them). An ancestor may split
-    /// only if it might not take the largest possible separator; the chain stops at the first
-    /// that surely can. A bound, not the exact need: what goes unused is released afterwards.
+    /// Acquires what splitting `leaf` to place a key of `key_len` bytes may need, with `path`
+    /// its latched ancestors (top first, as [`descend_pessimistic`](Self::descend_pessimistic)
+    /// leaves them).
+    ///
+    /// A separator posted upwards is a prefix of a key of the node that split (or of the key
+    /// being placed), so its length is bounded by the longest key met so far on the way up; an
+    /// ancestor may split only if it might not take a separator of that bound, and the chain
+    /// stops at the first that surely can. A bound, not the exact need (the real separator may
+    /// be shorter): what goes unused is released afterwards.
     pub(crate) fn acquire_for_split<'a>(
         &'a self,
         leaf: &ExclusiveGuard<'a>,
         path: &[(ExclusiveGuard<'a>, usize)],
+        key_len: usize,
     ) -> Result<Held<'a>> {
-        let separator_record = node::max_separator_record(self.ctx.pool.page_size());
+        let page_size = self.ctx.pool.page_size();
+        let mut separator_len =
+            key_len.max(longest_key(&NodeRef::open(leaf, leaf.page_id(), self)?)?);
         let mut may_split = vec![leaf];
         for (ancestor, _) in path.iter().rev() {
             let node = NodeRef::open(ancestor, ancestor.page_id(), self)?;
-            if node.free_space() >= separator_record {
+            if node.free_space() >= node::record_size(page_size, separator_len, Value::Child(0)) {
                 break;
             }
+            separator_len = separator_len.max(longest_key(&node)?);
             may_split.push(ancestor);
         }
         let raises_root = may_split
@@ -218,4 +227,9 @@ impl BTree {
         mtr.changed(right);
         Ok((separator, right_no))
     }
+}
+
+/// The length of the longest key in `node`.
+fn longest_key(node: &NodeRef<'_>) -> Result<usize> {
+    (0..node.len()).try_fold(0, |longest, i| Ok(longest.max(node.key(i)?.len())))
 }
