@@ -15,12 +15,17 @@
 //! - [`flushing`]: the adaptive-flushing controller as a pure function of measured state
 //!   (InnoDB's formulas in [`flushing::InnoDbController`], a PI controller to compare), and the
 //!   async/sync flush points of a log's capacity.
+//! - [`record`]: what is inside an mtr — physical page-change records (WRITE, MEMSET, MEMMOVE,
+//!   INIT_PAGE, FREE_PAGE, OPTION), built by [`record::MtrWriter`] (including the diff of a
+//!   page's before/after images), decoded totally and replayed onto pages. Byte layout:
+//!   `docs/FORMATS.md`, "Redo records".
 #![deny(clippy::indexing_slicing)]
 
 mod error;
 pub mod flushing;
 mod format;
 mod log;
+pub mod record;
 mod recovery;
 mod ring;
 

@@ -1,0 +1,349 @@
+//! Reading records back ([`RecordReader`], [`decode`]) and replaying them ([`apply`]).
+
+use barracuda_page::{PageId, PageSize};
+
+use super::writer::Cursor;
+use super::{max_rest_len, varint, Record, RecordError, RecordType};
+
+/// Decodes the records of one mtr lazily, in order. Total: every byte string yields records
+/// and then either the end or one [`RecordError::Corrupt`] naming the offset (after which the
+/// reader yields nothing). Every offset and length is checked against the page size, and
+/// nothing is allocated.
+#[derive(Debug, Clone)]
+pub struct RecordReader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    page_size: PageSize,
+    cursor: Option<Cursor>,
+    failed: bool,
+}
+
+/// Decodes a whole mtr into its records (at most one per two bytes of input), or the first
+/// error.
+pub fn decode(mtr: &[u8], page_size: PageSize) -> Result<Vec<Record<'_>>, RecordError> {
+    RecordReader::new(mtr, page_size).collect()
+}
+
+impl<'a> RecordReader<'a> {
+    /// A reader of the mtr bytes `mtr`, for pages of `page_size`.
+    pub fn new(mtr: &'a [u8], page_size: PageSize) -> Self {
+        Self {
+            bytes: mtr,
+            pos: 0,
+            page_size,
+            cursor: None,
+            failed: false,
+        }
+    }
+
+    fn record(&mut self) -> Result<Record<'a>, RecordError> {
+        let at = self.pos;
+        let corrupt = |at: usize, what: String| RecordError::Corrupt { at, what };
+        let header = self
+            .bytes
+            .get(at)
+            .copied()
+            .ok_or_else(|| corrupt(at, "expected a record header".into()))?;
+        let same = header & 0x80 != 0;
+        let ty = (header >> 4) & 0x07;
+        let (rest_len, len_len) = match header & 0x0F {
+            0 => {
+                let (v, n) = self
+                    .bytes
+                    .get(at + 1..)
+                    .and_then(varint::decode)
+                    .ok_or_else(|| corrupt(at + 1, "expected a record length varint".into()))?;
+                let v = v as usize;
+                if v < 16 {
+                    return Err(corrupt(at + 1, format!("record length {v} must be in the header byte (only lengths ≥ 16 follow it)")));
+                }
+                (v, n)
+            }
+            n => (usize::from(n), 0),
+        };
+        if rest_len > max_rest_len(self.page_size) {
+            return Err(corrupt(at, format!("record length {rest_len} exceeds the {} bytes any record of a {}-byte page can take", max_rest_len(self.page_size), self.page_size.bytes())));
+        }
+        let start = at + 1 + len_len;
+        let rest = self.bytes.get(start..start + rest_len).ok_or_else(|| {
+            corrupt(at, format!("record of {rest_len} bytes after its header runs past the mtr's end at byte {}", self.bytes.len()))
+        })?;
+        self.pos = start + rest_len;
+        if ty == RecordType::Reserved as u8 {
+            return Err(corrupt(at, "record type 6 is reserved".into()));
+        }
+        let mut f = Fields {
+            rest,
+            pos: 0,
+            base: start,
+        };
+        let page = if same {
+            let c = self
+                .cursor
+                .ok_or_else(|| corrupt(at, "same_page record with no earlier record".into()))?;
+            if ty == RecordType::FreePage as u8 || ty == RecordType::InitPage as u8 {
+                return Err(corrupt(
+                    at,
+                    "FREE_PAGE/INIT_PAGE must name their page (same_page set)".into(),
+                ));
+            }
+            c.page
+        } else {
+            let space = f.varint("space id")?;
+            let page_no = f.varint("page number")?;
+            PageId::new(space, page_no)
+        };
+        let p = self.page_size.bytes();
+        let rec = match ty {
+            0 | 1 => {
+                if f.pos != rest.len() {
+                    return Err(corrupt(
+                        start + f.pos,
+                        format!(
+                            "{} trailing bytes after a FREE_PAGE/INIT_PAGE page id",
+                            rest.len() - f.pos
+                        ),
+                    ));
+                }
+                let freed = ty == 0;
+                self.cursor = Some(Cursor {
+                    page,
+                    end: 0,
+                    freed,
+                });
+                if freed {
+                    Record::FreePage { page }
+                } else {
+                    Record::InitPage { page }
+                }
+            }
+            3..=5 => {
+                if self.cursor.is_some_and(|c| c.page == page && c.freed) {
+                    return Err(corrupt(
+                        at,
+                        format!("change to {page} after its FREE_PAGE without INIT_PAGE"),
+                    ));
+                }
+                let off_at = start + f.pos;
+                let rel = f.varint("offset")? as usize;
+                let base = match self.cursor {
+                    Some(c) if same => c.end,
+                    _ => 0,
+                };
+                let offset = base + rel;
+                if offset >= p {
+                    return Err(corrupt(
+                        off_at,
+                        format!("offset {offset} is not inside the {p}-byte page"),
+                    ));
+                }
+                let rec = if ty == 3 {
+                    let data = f.tail();
+                    if data.is_empty() {
+                        return Err(corrupt(at, "WRITE with no bytes".into()));
+                    }
+                    Record::Write { page, offset, data }
+                } else {
+                    let len_at = start + f.pos;
+                    let len = f.varint("length")? as usize;
+                    if len == 0 {
+                        return Err(corrupt(len_at, "length 0".into()));
+                    }
+                    if ty == 4 {
+                        let pattern = f.tail();
+                        if pattern.is_empty() || pattern.len() > len {
+                            return Err(corrupt(at, format!("MEMSET pattern of {} bytes for a length of {len} (expected 1..={len})", pattern.len())));
+                        }
+                        Record::Memset {
+                            page,
+                            offset,
+                            len,
+                            pattern,
+                        }
+                    } else {
+                        let src_at = start + f.pos;
+                        let delta = varint::unzigzag(f.varint("source delta")?);
+                        let source = i64::try_from(offset).unwrap_or(i64::MAX) + i64::from(delta);
+                        if delta == 0 || source < 0 || f.pos != rest.len() {
+                            return Err(corrupt(src_at, format!("MEMMOVE source delta {delta} (expected non-zero, inside the page, last field)")));
+                        }
+                        let source = usize::try_from(source).unwrap_or(usize::MAX);
+                        if source >= p || len > p - source {
+                            return Err(corrupt(src_at, format!("MEMMOVE source [{source}, {source} + {len}) leaves the {p}-byte page")));
+                        }
+                        Record::Memmove {
+                            page,
+                            offset,
+                            len,
+                            source,
+                        }
+                    }
+                };
+                let len = match rec {
+                    Record::Write { data, .. } => data.len(),
+                    Record::Memset { len, .. } | Record::Memmove { len, .. } => len,
+                    _ => 0,
+                };
+                if len > p - offset {
+                    return Err(corrupt(
+                        at,
+                        format!(
+                            "change of {len} bytes at offset {offset} leaves the {p}-byte page"
+                        ),
+                    ));
+                }
+                self.cursor = Some(Cursor {
+                    page,
+                    end: offset + len,
+                    freed: false,
+                });
+                rec
+            }
+            7 => {
+                if !same {
+                    self.cursor = Some(self.cursor.filter(|c| c.page == page).unwrap_or(Cursor {
+                        page,
+                        end: 0,
+                        freed: false,
+                    }));
+                }
+                Record::Option {
+                    page,
+                    payload: f.tail(),
+                }
+            }
+            2 => {
+                let sub = f.varint("EXTENDED subtype")?;
+                return Err(corrupt(
+                    at,
+                    format!("EXTENDED record subtype {sub} is not defined by this version"),
+                ));
+            }
+            _ => return Err(corrupt(at, "record type 6 is reserved".into())),
+        };
+        Ok(rec)
+    }
+}
+
+impl<'a> Iterator for RecordReader<'a> {
+    type Item = Result<Record<'a>, RecordError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.pos >= self.bytes.len() {
+            return None;
+        }
+        let r = self.record();
+        self.failed = r.is_err();
+        Some(r)
+    }
+}
+
+/// The fields of one record after its header.
+struct Fields<'a> {
+    rest: &'a [u8],
+    pos: usize,
+    /// Offset of `rest` inside the mtr, for errors.
+    base: usize,
+}
+
+impl<'a> Fields<'a> {
+    fn varint(&mut self, what: &str) -> Result<u32, RecordError> {
+        let (v, n) = self
+            .rest
+            .get(self.pos..)
+            .and_then(varint::decode)
+            .ok_or_else(|| RecordError::Corrupt {
+                at: self.base + self.pos,
+                what: format!("expected a {what} varint inside the record"),
+            })?;
+        self.pos += n;
+        Ok(v)
+    }
+
+    fn tail(&mut self) -> &'a [u8] {
+        let t = self.rest.get(self.pos..).unwrap_or(&[]);
+        self.pos = self.rest.len();
+        t
+    }
+}
+
+/// What a page is after [`apply`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum PageState {
+    /// The page holds data.
+    Live,
+    /// The last record for the page freed it.
+    Freed,
+}
+
+/// Replays onto `buf` (the bytes of page `page`) the records among `records` that are about
+/// `page`, in order; records about other pages are skipped (recovery hands each page the
+/// records of an mtr). `InitPage` zero-fills, `Option` changes nothing.
+///
+/// Fails with [`RecordError::Invalid`] if `buf` is not a page size long, a change leaves the
+/// page, or a change follows the page's `FreePage` without an `InitPage`; the page may then be
+/// partly changed.
+pub fn apply<'r, 'a: 'r>(
+    page: PageId,
+    buf: &mut [u8],
+    records: impl IntoIterator<Item = &'r Record<'a>>,
+) -> Result<PageState, RecordError> {
+    let invalid = |what: String| RecordError::Invalid { page, what };
+    if PageSize::from_bytes(buf.len()).is_none() {
+        return Err(invalid(format!(
+            "a buffer of {} bytes is not a page",
+            buf.len()
+        )));
+    }
+    let p = buf.len();
+    let mut state = PageState::Live;
+    for rec in records.into_iter().filter(|r| r.page() == page) {
+        let (offset, len) = match *rec {
+            Record::Write { offset, data, .. } => (offset, data.len()),
+            Record::Memset { offset, len, .. } | Record::Memmove { offset, len, .. } => {
+                (offset, len)
+            }
+            Record::FreePage { .. } => {
+                state = PageState::Freed;
+                continue;
+            }
+            Record::InitPage { .. } => {
+                buf.fill(0);
+                state = PageState::Live;
+                continue;
+            }
+            Record::Option { .. } => continue,
+        };
+        if state == PageState::Freed {
+            return Err(invalid("a change after FREE_PAGE without INIT_PAGE".into()));
+        }
+        let dest = buf
+            .get_mut(offset..offset.saturating_add(len))
+            .ok_or_else(|| {
+                invalid(format!(
+                    "change of {len} bytes at offset {offset} leaves the {p}-byte page"
+                ))
+            })?;
+        match *rec {
+            Record::Write { data, .. } => dest.copy_from_slice(data),
+            Record::Memset { pattern, .. } => {
+                if pattern.is_empty() {
+                    return Err(invalid("MEMSET with an empty pattern".into()));
+                }
+                for (d, s) in dest.iter_mut().zip(pattern.iter().cycle()) {
+                    *d = *s;
+                }
+            }
+            Record::Memmove { source, .. } => {
+                if source.checked_add(len).is_none_or(|end| end > p) {
+                    return Err(invalid(format!(
+                        "MEMMOVE source [{source}, {source} + {len}) leaves the {p}-byte page"
+                    )));
+                }
+                buf.copy_within(source..source + len, offset);
+            }
+            _ => {}
+        }
+    }
+    Ok(state)
+}

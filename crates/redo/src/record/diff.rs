@@ -1,0 +1,160 @@
+//! [`MtrWriter::log_page_diff`]: the records that turn one page image into another.
+//!
+//! This is how the engine logs a change without instrumenting every page mutator: it keeps a
+//! before-image of each page an mtr touches and diffs at commit. Two passes:
+//! 1. every changed range long enough to hide a shifted run (a slot directory insert moves
+//!    `n × 2` bytes by 2) is searched for the longest run equal to the current image shifted by
+//!    a small distance; a long enough run becomes one MEMMOVE, applied to a working copy;
+//! 2. what still differs between the working copy and `after` becomes WRITEs (MEMSET for a long
+//!    run of one byte), nearby ranges coalesced when the gap costs less than a new record.
+//!
+//! Replay is exact by construction: pass 1 searches the image that replay will have at that
+//! point, and pass 2 diffs against it.
+
+use std::ops::Range;
+
+use barracuda_page::PageId;
+
+use super::{MtrWriter, RecordError};
+
+/// Changed ranges separated by at most this many equal bytes are logged as one: a new
+/// same-page record costs a header byte and a relative-offset byte, so a gap of 2 costs the
+/// same either way.
+const MERGE_GAP: usize = 2;
+
+/// Shift distances tried (both directions): slot directories shift by 2 per slot, heaps by
+/// small record headers; larger shifts are left to WRITEs.
+const MAX_SHIFT: usize = 16;
+
+/// A changed range shorter than this is not searched for a shifted run.
+const MIN_SEARCH: usize = 24;
+
+/// A shifted run shorter than this is written instead: a MEMMOVE costs up to ~10 bytes and
+/// usually splits a WRITE in two.
+const MIN_RUN: usize = 16;
+
+/// A run of one byte at least this long is logged as MEMSET rather than WRITE.
+const MIN_MEMSET: usize = 8;
+
+impl MtrWriter {
+    /// Appends the records that turn page `page` from `before` into `after` (both one page
+    /// long): nothing if they are equal, MEMMOVEs for shifted runs, WRITE/MEMSET for the rest.
+    ///
+    /// Fails with [`RecordError::Invalid`] (appending nothing) if either image is not exactly
+    /// the writer's page size long.
+    pub fn log_page_diff(
+        &mut self,
+        page: PageId,
+        before: &[u8],
+        after: &[u8],
+    ) -> Result<(), RecordError> {
+        let p = self.page_size().bytes();
+        if before.len() != p || after.len() != p {
+            return Err(RecordError::Invalid {
+                page,
+                what: format!(
+                    "page images of {} and {} bytes, expected {p}",
+                    before.len(),
+                    after.len()
+                ),
+            });
+        }
+        let ranges = changed_ranges(before, after);
+        if ranges.is_empty() {
+            return Ok(());
+        }
+        let mut work: Option<Vec<u8>> = None;
+        for r in ranges.iter().filter(|r| r.len() >= MIN_SEARCH) {
+            let cur = work.as_deref().unwrap_or(before);
+            if let Some((dest, source, len)) = longest_shifted_run(cur, after, r.clone()) {
+                self.memmove(page, dest, source, len)?;
+                work.get_or_insert_with(|| before.to_vec())
+                    .copy_within(source..source + len, dest);
+            }
+        }
+        let base = work.as_deref().unwrap_or(before);
+        for r in changed_ranges(base, after) {
+            let bytes = after.get(r.clone()).unwrap_or(&[]);
+            match bytes.split_first() {
+                Some((&b, tail)) if bytes.len() >= MIN_MEMSET && tail.iter().all(|&x| x == b) => {
+                    self.memset(page, r.start, r.len(), &[b])?;
+                }
+                _ => self.write(page, r.start, bytes)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The ranges where `a` and `b` (same length) differ, ascending, merged across gaps of at most
+/// [`MERGE_GAP`] equal bytes.
+fn changed_ranges(a: &[u8], b: &[u8]) -> Vec<Range<usize>> {
+    let mut out: Vec<Range<usize>> = Vec::new();
+    let mut i = 0;
+    let n = a.len().min(b.len());
+    while i < n {
+        // Skip equal bytes 8 at a time: most of a page is unchanged.
+        let skip = a
+            .get(i..n)
+            .unwrap_or(&[])
+            .chunks(8)
+            .zip(b.get(i..n).unwrap_or(&[]).chunks(8))
+            .take_while(|(x, y)| x == y)
+            .count()
+            * 8;
+        i += skip;
+        let Some(start) = (i..n).find(|&k| a.get(k) != b.get(k)) else {
+            break;
+        };
+        let end = (start..n).find(|&k| a.get(k) == b.get(k)).unwrap_or(n);
+        match out.last_mut() {
+            Some(last) if start - last.end <= MERGE_GAP => last.end = end,
+            _ => out.push(start..end),
+        }
+        i = end;
+    }
+    out
+}
+
+/// Within `r`, the longest run `[d, d + len)` with `after[d + k] == cur[d + k - shift]` for a
+/// shift in `±1..=MAX_SHIFT`, as `(dest, source, len)`, if at least [`MIN_RUN`] long.
+fn longest_shifted_run(cur: &[u8], after: &[u8], r: Range<usize>) -> Option<(usize, usize, usize)> {
+    let n = cur.len();
+    let mut best: Option<(usize, usize, usize)> = None;
+    for shift in 1..=MAX_SHIFT {
+        for forward in [true, false] {
+            // Source range inside the page for destination `r`.
+            let (lo, hi) = if forward {
+                (r.start.max(shift), r.end)
+            } else {
+                (r.start, r.end.min(n.saturating_sub(shift)))
+            };
+            if hi <= lo {
+                continue;
+            }
+            let src_lo = if forward { lo - shift } else { lo + shift };
+            let (Some(dst), Some(src)) = (after.get(lo..hi), cur.get(src_lo..src_lo + (hi - lo)))
+            else {
+                continue;
+            };
+            let mut run_start = 0;
+            for (k, same) in dst
+                .iter()
+                .zip(src)
+                .map(|(x, y)| x == y)
+                .chain([false])
+                .enumerate()
+            {
+                if same {
+                    continue;
+                }
+                let len = k - run_start;
+                if len >= MIN_RUN && best.is_none_or(|(_, _, l)| len > l) {
+                    best = Some((lo + run_start, src_lo + run_start, len));
+                }
+                run_start = k + 1;
+            }
+        }
+    }
+    best
+}

@@ -1,0 +1,268 @@
+//! [`MtrWriter`]: builds the bytes of one mtr, record by record.
+
+use barracuda_page::{PageId, PageSize};
+
+use super::{varint, RecordError, RecordType};
+
+/// What the previous record said about its page, for `same_page` and relative offsets.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cursor {
+    /// The previous record's page.
+    pub(crate) page: PageId,
+    /// Where the previous change on that page ended (0 after `InitPage`).
+    pub(crate) end: usize,
+    /// The page was freed by the previous page record.
+    pub(crate) freed: bool,
+}
+
+/// Builds the bytes of one mtr: a sequence of records (`docs/FORMATS.md` §10), ended by the
+/// end of the byte string (the log frame knows its length).
+///
+/// Each method checks the change against the page size and returns
+/// [`RecordError::Invalid`] (appending nothing) if it does not fit. Empty changes append nothing.
+#[derive(Debug)]
+pub struct MtrWriter {
+    page_size: PageSize,
+    buf: Vec<u8>,
+    cursor: Option<Cursor>,
+}
+
+impl MtrWriter {
+    /// An empty mtr for pages of `page_size`.
+    pub fn new(page_size: PageSize) -> Self {
+        Self {
+            page_size,
+            buf: Vec::new(),
+            cursor: None,
+        }
+    }
+
+    /// The page size the records are checked against.
+    pub fn page_size(&self) -> PageSize {
+        self.page_size
+    }
+
+    /// The mtr's bytes so far.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Bytes so far.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// No record yet.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// The mtr's bytes, for the log to frame.
+    pub fn finish(self) -> Vec<u8> {
+        self.buf
+    }
+
+    /// Logs that `page` becomes all zeros (recovery will not read it).
+    pub fn init_page(&mut self, page: PageId) {
+        self.emit_with(RecordType::InitPage, page, false, &[], &[]);
+        self.cursor = Some(Cursor {
+            page,
+            end: 0,
+            freed: false,
+        });
+    }
+
+    /// Logs that `page` was freed.
+    pub fn free_page(&mut self, page: PageId) {
+        self.emit_with(RecordType::FreePage, page, false, &[], &[]);
+        self.cursor = Some(Cursor {
+            page,
+            end: 0,
+            freed: true,
+        });
+    }
+
+    /// Logs information about `page` that changes none of its bytes (recovery may skip it).
+    ///
+    /// Fails if the payload is longer than a page.
+    pub fn option(&mut self, page: PageId, payload: &[u8]) -> Result<(), RecordError> {
+        if payload.len() > self.page_size.bytes() {
+            return Err(self.invalid(
+                page,
+                format!(
+                    "OPTION payload of {} bytes is longer than the page",
+                    payload.len()
+                ),
+            ));
+        }
+        // Always with its page id: a same-page OPTION with no payload would have no bytes after
+        // its header.
+        self.emit_with(RecordType::Option, page, false, &[], payload);
+        // The decoder follows the page id it read; the previous change's end only carries
+        // over on the same page.
+        self.cursor = Some(self.cursor.filter(|c| c.page == page).unwrap_or(Cursor {
+            page,
+            end: 0,
+            freed: false,
+        }));
+        Ok(())
+    }
+
+    /// Logs `data` written at `offset` of `page`.
+    pub fn write(&mut self, page: PageId, offset: usize, data: &[u8]) -> Result<(), RecordError> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.check_range(page, "WRITE", offset, data.len())?;
+        self.change(
+            RecordType::Write,
+            page,
+            offset,
+            &[],
+            data,
+            offset + data.len(),
+        );
+        Ok(())
+    }
+
+    /// Logs `[offset, offset + len)` of `page` filled with `pattern` repeated.
+    ///
+    /// Fails if the range leaves the page or `pattern` is empty or longer than `len`.
+    pub fn memset(
+        &mut self,
+        page: PageId,
+        offset: usize,
+        len: usize,
+        pattern: &[u8],
+    ) -> Result<(), RecordError> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.check_range(page, "MEMSET", offset, len)?;
+        if pattern.is_empty() || pattern.len() > len {
+            return Err(self.invalid(
+                page,
+                format!(
+                    "MEMSET pattern of {} bytes for a length of {len}",
+                    pattern.len()
+                ),
+            ));
+        }
+        let mut fields = Vec::with_capacity(varint::MAX_LEN);
+        varint::encode(small(len), &mut fields);
+        self.change(
+            RecordType::Memset,
+            page,
+            offset,
+            &fields,
+            pattern,
+            offset + len,
+        );
+        Ok(())
+    }
+
+    /// Logs `len` bytes of `page` copied from `source` to `dest` (ranges may overlap).
+    pub fn memmove(
+        &mut self,
+        page: PageId,
+        dest: usize,
+        source: usize,
+        len: usize,
+    ) -> Result<(), RecordError> {
+        if len == 0 || dest == source {
+            return Ok(());
+        }
+        self.check_range(page, "MEMMOVE destination", dest, len)?;
+        self.check_range(page, "MEMMOVE source", source, len)?;
+        let mut fields = Vec::with_capacity(2 * varint::MAX_LEN);
+        varint::encode(small(len), &mut fields);
+        // Both are below 65_536, so the difference fits an i32.
+        let delta =
+            i32::try_from(source).unwrap_or(i32::MAX) - i32::try_from(dest).unwrap_or(i32::MAX);
+        varint::encode(varint::zigzag(delta), &mut fields);
+        self.change(RecordType::Memmove, page, dest, &fields, &[], dest + len);
+        Ok(())
+    }
+
+    fn check_range(
+        &self,
+        page: PageId,
+        what: &str,
+        offset: usize,
+        len: usize,
+    ) -> Result<(), RecordError> {
+        let p = self.page_size.bytes();
+        if offset >= p || len > p - offset {
+            return Err(self.invalid(
+                page,
+                format!("{what} of {len} bytes at offset {offset} leaves the {p}-byte page"),
+            ));
+        }
+        if self.cursor.is_some_and(|c| c.page == page && c.freed) {
+            return Err(self.invalid(page, format!("{what} after FREE_PAGE without INIT_PAGE")));
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::unused_self)]
+    fn invalid(&self, page: PageId, what: String) -> RecordError {
+        RecordError::Invalid { page, what }
+    }
+
+    /// Appends a WRITE/MEMSET/MEMMOVE: same page and not behind the previous change's end →
+    /// no page id and an offset relative to that end; otherwise page id and absolute offset.
+    fn change(
+        &mut self,
+        ty: RecordType,
+        page: PageId,
+        offset: usize,
+        fields: &[u8],
+        data: &[u8],
+        end: usize,
+    ) {
+        let (same, rel) = match self.cursor {
+            Some(c) if c.page == page && offset >= c.end => (true, offset - c.end),
+            _ => (false, offset),
+        };
+        let mut head = Vec::with_capacity(varint::MAX_LEN + fields.len());
+        varint::encode(small(rel), &mut head);
+        head.extend_from_slice(fields);
+        self.emit_with(ty, page, same, &head, data);
+        self.cursor = Some(Cursor {
+            page,
+            end,
+            freed: false,
+        });
+    }
+
+    /// Appends header byte, length (if over 15), page id (unless `same`), `fields`, `data`.
+    fn emit_with(&mut self, ty: RecordType, page: PageId, same: bool, fields: &[u8], data: &[u8]) {
+        let id_len = if same {
+            0
+        } else {
+            varint::len(page.space_id) + varint::len(page.page_no)
+        };
+        let rest = id_len + fields.len() + data.len();
+        let same_bit = if same { 0x80 } else { 0 };
+        let ty_bits = (ty as u8) << 4;
+        if rest <= 15 {
+            // `rest` is at least 1: a page id or an offset is always there.
+            self.buf.push(same_bit | ty_bits | rest as u8);
+        } else {
+            self.buf.push(same_bit | ty_bits);
+            varint::encode(small(rest), &mut self.buf);
+        }
+        if !same {
+            varint::encode(page.space_id, &mut self.buf);
+            varint::encode(page.page_no, &mut self.buf);
+        }
+        self.buf.extend_from_slice(fields);
+        self.buf.extend_from_slice(data);
+    }
+}
+
+/// An offset or length already checked against the page size (≤ 65_536 + a few bytes), as
+/// the varint's `u32`.
+fn small(v: usize) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
