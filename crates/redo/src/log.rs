@@ -3,10 +3,21 @@
 //! Appenders copy their framed mtr into the log buffer under one short mutex. Whoever needs
 //! bytes on disk (a committer in [`Durability::Sync`], an appender finding the buffer full, the
 //! background thread) becomes the *leader* if nobody is writing: it takes the whole buffer,
-//! writes it and syncs outside the mutex, while the others append to a fresh buffer or wait on a
-//! condition variable. One `fdatasync` thus serves every committer whose bytes were in the buffer
-//! when the leader took it.
-// InnoDB: log_write_up_to (5.7 group commit: one thread writes and flushes for all waiters).
+//! writes it and syncs outside the mutex, while the others append to a fresh buffer or wait.
+//! One `fdatasync` thus serves every committer whose bytes were in the buffer when the leader
+//! took it.
+//!
+//! Two things keep this scaling with many committers on few cores:
+//! - Each waiter sleeps on its own condition variable, registered with the LSN it needs; a
+//!   finishing stage wakes only the waiters it satisfied, plus one waiter to lead the next
+//!   write, instead of a thundering herd that mostly goes back to sleep.
+//! - Writes are serialised (they go in LSN order) but up to [`SYNCS_IN_FLIGHT`] syncs may run
+//!   at once: a leader releases the write stage as soon as its `pwrite` returns, so the next
+//!   group is written and its `fdatasync` issued while the previous one is still in the
+//!   device. With one sync at a time, the committers a sync releases can only join the group
+//!   after the next one, so each thread commits at most once per two syncs.
+// InnoDB: log_write_up_to (5.7 group commit: one thread writes and flushes for all waiters);
+// MySQL 8 (WL#10310) separates the write and flush stages likewise.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -28,6 +39,10 @@ use crate::Lsn;
 pub const LOG_FILE_NAME: &str = "ib_redo0";
 /// The LSN a new log starts at unless told otherwise (InnoDB: LOG_START_LSN, 16 × 512).
 pub const DEFAULT_START_LSN: Lsn = 8192;
+/// How many `fdatasync` calls on the log may be in flight at once (see the module docs). A sync
+/// completing out of order is harmless: it was issued after every byte below its end had been
+/// written, so it makes all of them durable.
+pub(crate) const SYNCS_IN_FLIGHT: u32 = 2;
 /// How often the background thread syncs in [`Durability::Async`] and [`Durability::None`].
 pub const BACKGROUND_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -97,13 +112,77 @@ struct State {
     spare: Vec<u8>,
     buf_lsn: Lsn,
     next_lsn: Lsn,
-    /// A leader is writing or syncing (outside the mutex).
+    /// A leader is writing (outside the mutex); writes go one at a time, in LSN order.
     writing: bool,
+    /// `fdatasync` calls in flight, at most [`SYNCS_IN_FLIGHT`].
+    syncing: u32,
     written_lsn: Lsn,
+    /// The end of the newest sync issued (or about to be): waiters at or below it need not lead.
+    sync_lsn: Lsn,
     flushed_lsn: Lsn,
     checkpoint: Checkpoint,
     failed: Option<Arc<IoError>>,
     shutdown: bool,
+    /// The most bytes that may be written but not synced: two log buffers, what recovery
+    /// erases past the end it finds (`Recovery::finish`, `docs/FORMATS.md` §9).
+    max_unsynced: u64,
+    /// Threads blocked in `write_up_to`, each woken alone when its LSN is reached or when it
+    /// is to lead.
+    waiters: Vec<Waiter>,
+}
+
+/// A thread blocked until `written_lsn` (or, with `sync`, `flushed_lsn`) reaches `target`.
+struct Waiter {
+    target: Lsn,
+    sync: bool,
+    wake: Arc<Condvar>,
+}
+
+impl State {
+    fn reached(&self, sync: bool) -> Lsn {
+        if sync {
+            self.flushed_lsn
+        } else {
+            self.written_lsn
+        }
+    }
+
+    /// Wakes the waiters whose LSN is reached and, if a new write may start, one waiter that
+    /// still needs one, to lead it. Called whenever a stage ends.
+    fn wake(&mut self) {
+        let (written, flushed) = (self.written_lsn, self.flushed_lsn);
+        let leader = if self.failed.is_none() {
+            self.waiters.iter().position(|w| {
+                w.target > if w.sync { flushed } else { written } && self.may_lead(w.target, w.sync)
+            })
+        } else {
+            None
+        }
+        .map(|i| self.waiters.swap_remove(i));
+        // The leader first: it queues first on the mutex, so the next sync starts soonest.
+        if let Some(leader) = leader {
+            leader.wake.notify_one();
+        }
+        self.waiters.retain(|w| {
+            let done = w.target <= if w.sync { flushed } else { written };
+            if done {
+                w.wake.notify_one();
+            }
+            !done
+        });
+    }
+
+    /// Whether the waiter for (`target`, `sync`) should take the lead now rather than wait:
+    /// nobody is writing, no sync already issued covers it, a sync may start, and writing the
+    /// buffer keeps the bytes written but not synced within `max_unsynced` (with one sync in
+    /// flight they may not be: its bytes count until it returns).
+    fn may_lead(&self, target: Lsn, sync: bool) -> bool {
+        let end = self.buf_lsn + self.buf.len() as u64;
+        !self.writing
+            && (!sync || self.sync_lsn < target)
+            && self.syncing < SYNCS_IN_FLIGHT
+            && end - self.flushed_lsn <= self.max_unsynced
+    }
 }
 
 /// What the log's handle and its background thread share.
@@ -113,9 +192,6 @@ struct Shared {
     header: Header,
     durability: Durability,
     state: Mutex<State>,
-    /// Signalled whenever a leader finishes (written/flushed LSN moved, or the log failed) and
-    /// at shutdown.
-    done: Condvar,
     /// Signalled at shutdown, for the background thread's periodic wait.
     stopping: Condvar,
     /// Serialises checkpoints (each picks the slot from the sequence number).
@@ -223,6 +299,7 @@ impl RedoLog {
         durability: Durability,
     ) -> RedoLog {
         let buffer = header.buffer_bytes as usize;
+        let max_unsynced = 2 * u64::from(header.buffer_bytes);
         let shared = Arc::new(Shared {
             file,
             path,
@@ -234,13 +311,16 @@ impl RedoLog {
                 buf_lsn: end,
                 next_lsn: end,
                 writing: false,
+                syncing: 0,
                 written_lsn: end,
+                sync_lsn: end,
+                max_unsynced,
                 flushed_lsn: end,
                 checkpoint,
                 failed: None,
                 shutdown: false,
+                waiters: Vec::new(),
             }),
-            done: Condvar::new(),
             stopping: Condvar::new(),
             checkpointing: Mutex::new(()),
             appends: AtomicU64::new(0),
@@ -474,7 +554,9 @@ impl Shared {
         tracing::error!(path = %self.path.display(), %error, "redo log write failed; the log is now read-only");
         let cause = Arc::new(error);
         st.failed.get_or_insert_with(|| cause.clone());
-        self.done.notify_all();
+        for waiter in st.waiters.drain(..) {
+            waiter.wake.notify_one();
+        }
         RedoError::Failed {
             path: self.path.clone(),
             cause,
@@ -486,55 +568,73 @@ impl Shared {
     fn write_up_to(&self, target: Lsn, sync: bool) -> Result<()> {
         let mut st = self.state.lock();
         let target = target.min(st.next_lsn);
+        let mut wake: Option<Arc<Condvar>> = None;
         loop {
             self.check_failed(&st)?;
-            let reached = if sync { st.flushed_lsn } else { st.written_lsn };
-            if reached >= target {
+            if st.reached(sync) >= target {
                 return Ok(());
             }
-            if st.writing {
-                self.done.wait(&mut st);
+            // Bound the bytes written but not synced to one buffer, which bounds what recovery
+            // has to erase past the end of the log it finds (`Recovery::finish`).
+            let end = st.buf_lsn + st.buf.len() as u64;
+            let must_sync = sync || end - st.flushed_lsn > u64::from(self.header.buffer_bytes);
+            if !st.may_lead(target, must_sync) {
+                let cv = wake.get_or_insert_with(|| Arc::new(Condvar::new())).clone();
+                st.waiters.push(Waiter {
+                    target,
+                    sync,
+                    wake: cv.clone(),
+                });
+                cv.wait(&mut st);
+                // Whoever woke us unregistered us; this only matters if nobody did.
+                st.waiters.retain(|w| !Arc::ptr_eq(&w.wake, &cv));
                 continue;
             }
             // Lead: take the whole buffer, so this write (and its sync) serves every appender
             // whose bytes are in it.
             st.writing = true;
+            if must_sync {
+                st.syncing += 1;
+                st.sync_lsn = st.sync_lsn.max(end);
+            }
             let spare = std::mem::take(&mut st.spare);
             let data = std::mem::replace(&mut st.buf, spare);
             let start = st.buf_lsn;
-            let end = start + data.len() as u64;
             st.buf_lsn = end;
-            // Bound the bytes written but not synced to one buffer, which bounds what recovery
-            // has to erase past the end of the log it finds (`Recovery::finish`).
-            let must_sync = sync || end - st.flushed_lsn > u64::from(self.header.buffer_bytes);
             drop(st);
-            let result = self.write_and_sync(start, &data, must_sync);
+            let written = self.write(start, &data);
             st = self.state.lock();
             st.writing = false;
             let mut data = data;
             data.clear();
             st.spare = data;
-            match result {
-                Ok(()) => {
-                    st.written_lsn = end;
-                    if must_sync {
-                        st.flushed_lsn = end;
-                    }
-                    self.done.notify_all();
-                }
-                Err(e) => return Err(self.fail(&mut st, e)),
+            if let Err(e) = written {
+                st.syncing -= u32::from(must_sync);
+                return Err(self.fail(&mut st, e));
             }
+            st.written_lsn = end;
+            // The write stage is free: the next group may be written while this one syncs.
+            st.wake();
+            if !must_sync {
+                continue;
+            }
+            drop(st);
+            self.fsyncs.fetch_add(1, Ordering::Relaxed);
+            let synced = self.file.sync_data();
+            st = self.state.lock();
+            st.syncing -= 1;
+            if let Err(e) = synced {
+                return Err(self.fail(&mut st, e));
+            }
+            st.flushed_lsn = st.flushed_lsn.max(end);
+            st.wake();
         }
     }
 
-    fn write_and_sync(&self, start: Lsn, data: &[u8], sync: bool) -> barracuda_io::Result<()> {
+    fn write(&self, start: Lsn, data: &[u8]) -> barracuda_io::Result<()> {
         if !data.is_empty() {
             self.writes.fetch_add(1, Ordering::Relaxed);
             ring::write(&*self.file, &self.header, start, data)?;
-        }
-        if sync {
-            self.fsyncs.fetch_add(1, Ordering::Relaxed);
-            self.file.sync_data()?;
         }
         Ok(())
     }

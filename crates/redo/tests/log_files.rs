@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, missing_docs)]
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use barracuda_io::faulty::ErrorKind;
@@ -214,12 +215,22 @@ fn write_and_sync_errors_are_sticky_and_name_the_file() {
     }
 }
 
-/// A file system whose file syncs take a while, as a disk's do, so that committers overlap.
-#[derive(Debug)]
-struct SlowSyncFs(FaultyFileSystem);
+/// A file system whose file syncs take a while, as a disk's do, so that committers overlap;
+/// it records how many syncs were ever in flight at once.
+#[derive(Debug, Default)]
+struct SlowSyncFs {
+    inner: FaultyFileSystem,
+    gauge: Arc<SyncGauge>,
+}
+
+#[derive(Debug, Default)]
+struct SyncGauge {
+    in_flight: AtomicU32,
+    most: AtomicU32,
+}
 
 #[derive(Debug)]
-struct SlowSyncFile(Arc<dyn barracuda_io::PageFile>);
+struct SlowSyncFile(Arc<dyn barracuda_io::PageFile>, Arc<SyncGauge>);
 
 impl barracuda_io::PageFile for SlowSyncFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> barracuda_io::Result<()> {
@@ -229,9 +240,13 @@ impl barracuda_io::PageFile for SlowSyncFile {
         self.0.write_at(buf, offset)
     }
     fn sync_data(&self) -> barracuda_io::Result<()> {
-        // The latency of a device cache flush; the test's assertion does not wait on it.
+        let now = self.1.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.1.most.fetch_max(now, Ordering::SeqCst);
+        // The latency of a device cache flush; the test's assertions do not wait on it.
         std::thread::sleep(std::time::Duration::from_millis(2));
-        self.0.sync_data()
+        let result = self.0.sync_data();
+        self.1.in_flight.fetch_sub(1, Ordering::SeqCst);
+        result
     }
     fn sync_all(&self) -> barracuda_io::Result<()> {
         self.sync_data()
@@ -269,33 +284,40 @@ impl FileSystem for SlowSyncFs {
         path: &Path,
         opts: &OpenOptions,
     ) -> barracuda_io::Result<Arc<dyn barracuda_io::PageFile>> {
-        Ok(Arc::new(SlowSyncFile(self.0.open(path, opts)?)))
+        Ok(Arc::new(SlowSyncFile(
+            self.inner.open(path, opts)?,
+            self.gauge.clone(),
+        )))
     }
     fn exists(&self, path: &Path) -> barracuda_io::Result<bool> {
-        self.0.exists(path)
+        self.inner.exists(path)
     }
     fn remove(&self, path: &Path) -> barracuda_io::Result<()> {
-        self.0.remove(path)
+        self.inner.remove(path)
     }
     fn rename(&self, from: &Path, to: &Path) -> barracuda_io::Result<()> {
-        self.0.rename(from, to)
+        self.inner.rename(from, to)
     }
     fn create_dir_all(&self, path: &Path) -> barracuda_io::Result<()> {
-        self.0.create_dir_all(path)
+        self.inner.create_dir_all(path)
     }
     fn sync_dir(&self, path: &Path) -> barracuda_io::Result<()> {
-        self.0.sync_dir(path)
+        self.inner.sync_dir(path)
     }
     fn list_dir(&self, path: &Path) -> barracuda_io::Result<Vec<PathBuf>> {
-        self.0.list_dir(path)
+        self.inner.list_dir(path)
     }
 }
 
+/// Group commit groups: with 16 committers and syncs that take 2 ms, one sync serves several
+/// commits (a leader per committer would make it one each), and syncs are pipelined (the next
+/// group's sync is issued while the previous one is in the device) but never more than two
+/// at once.
 #[test]
 fn one_fsync_serves_many_concurrent_committers() {
     const THREADS: usize = 16;
     const EACH: usize = 20;
-    let fs = SlowSyncFs(FaultyFileSystem::new());
+    let fs = SlowSyncFs::default();
     let opts = RedoOptions {
         capacity: 1 << 20,
         buffer_bytes: 64 << 10,
@@ -321,6 +343,11 @@ fn one_fsync_serves_many_concurrent_committers() {
     assert!(
         fsyncs * 4 <= commits,
         "{fsyncs} fsyncs for {commits} concurrent commits: group commit is not grouping"
+    );
+    assert_eq!(
+        fs.gauge.most.load(Ordering::SeqCst),
+        2,
+        "syncs in flight at once: not pipelined, or more than the log allows"
     );
     drop(log);
     let (_, found) = scan(&fs);
