@@ -309,9 +309,10 @@ impl FileSystem for SlowSyncFs {
     }
 }
 
-/// Group commit groups: with 16 committers and syncs that take 2 ms, one sync serves several
-/// commits (a leader per committer would make it one each), and the log never has more than
-/// one sync in flight.
+/// Group commit groups: with 16 committers and syncs that take 2 ms, one sync serves at least
+/// ten commits on average (a leader per committer would make it one each; a leader that does not
+/// gather the committers the last sync released makes it eight, half the threads), and the log
+/// never has more than one sync in flight.
 #[test]
 fn one_fsync_serves_many_concurrent_committers() {
     const THREADS: usize = 16;
@@ -340,7 +341,7 @@ fn one_fsync_serves_many_concurrent_committers() {
     let fsyncs = stats.fsyncs - before.fsyncs;
     assert_eq!(stats.appends, commits);
     assert!(
-        fsyncs * 4 <= commits,
+        fsyncs * 10 <= commits,
         "{fsyncs} fsyncs for {commits} concurrent commits: group commit is not grouping"
     );
     assert_eq!(
