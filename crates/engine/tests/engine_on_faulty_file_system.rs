@@ -7,29 +7,19 @@
     reason = "big-endian keys sort in numeric order under memcmp"
 )]
 
-use std::error::Error as _;
+mod common;
+
+use common::chain;
 use std::path::Path;
 use std::sync::Arc;
 
 use barracuda::fs::{FaultError, FaultyFileSystem, FileSystem, OpKind};
-use barracuda::{Engine, EngineOptions, Error, TableOptions};
+use barracuda::{Engine, EngineOptions, TableOptions};
 
 fn options(fs: &FaultyFileSystem) -> EngineOptions {
     EngineOptions::default()
         .buffer_pool_bytes(1 << 20)
         .file_system(Arc::new(fs.clone()))
-}
-
-/// The error and all its sources, one message each.
-fn chain(err: &Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        text.push_str(" <- ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 #[test]

@@ -6,9 +6,11 @@
     reason = "shared helpers called from #[test] fns; allow-unwrap-in-tests covers only the fns"
 )]
 
-use std::error::Error as _;
+mod common;
 
-use barracuda::{Engine, EngineOptions, Error, PageSize, TableOptions};
+use common::chain;
+
+use barracuda::{Engine, EngineOptions, PageSize, TableOptions};
 use barracuda_page::seal_page;
 
 const PS: PageSize = PageSize::K4;
@@ -23,18 +25,6 @@ fn options() -> EngineOptions {
     EngineOptions::default()
         .page_size(PS)
         .buffer_pool_bytes(64 * 4096)
-}
-
-/// The error and all its sources, one message each.
-fn chain(err: &Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        text.push_str(" <- ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 fn crafted_total_len_is_refused(total_len: u64) {
