@@ -204,39 +204,58 @@ impl Checkpoint {
     }
 }
 
-/// The CRC-32C of a frame: over its LSN, its length field and its payload. The LSN makes bytes
-/// left by an earlier lap of the circular file (same offset, LSN smaller by a multiple of the
-/// capacity) fail the check, so they are never taken for records.
-pub fn frame_crc(lsn: Lsn, payload: &[u8]) -> u32 {
-    let len = payload.len() as u32;
+/// Bit 31 of a frame's length field: more frames of the same *commit unit* follow. A unit is
+/// one frame without the bit, preceded by any number with it; recovery applies a unit whole or
+/// not at all (a transaction's mtrs form one unit).
+pub const CONTINUES: u32 = 1 << 31;
+
+/// The CRC-32C of a frame: over its LSN, its length field (the [`CONTINUES`] bit included) and
+/// its payload. The LSN makes bytes left by an earlier lap of the circular file (same offset,
+/// LSN smaller by a multiple of the capacity) fail the check, so they are never taken for
+/// records.
+pub fn frame_crc(lsn: Lsn, len_field: u32, payload: &[u8]) -> u32 {
     let crc = crc32c::crc32c(&lsn.to_le_bytes());
-    let crc = crc32c::crc32c_append(crc, &len.to_le_bytes());
+    let crc = crc32c::crc32c_append(crc, &len_field.to_le_bytes());
     crc32c::crc32c_append(crc, payload)
 }
 
-/// Appends the frame of `payload`, starting at `lsn`, to `out`.
-pub fn encode_frame(lsn: Lsn, payload: &[u8], out: &mut Vec<u8>) {
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(payload);
-    out.extend_from_slice(&frame_crc(lsn, payload).to_le_bytes());
+/// The length field of a frame of `payload` (at most `MAX_BUFFER_BYTES` long, so bit 31 is
+/// free for the flag).
+fn len_field(payload: &[u8], continues: bool) -> u32 {
+    let len = payload.len() as u32;
+    if continues {
+        len | CONTINUES
+    } else {
+        len
+    }
 }
 
-/// A valid frame's payload length read from its first 4 bytes, or `None` when the length
-/// cannot start a frame here: zero (unwritten or zero-filled space), larger than the header
-/// allows, or reaching past `limit` (the LSN the scan must not cross).
-pub fn frame_len(header: &Header, lsn: Lsn, len_bytes: [u8; 4], limit: Lsn) -> Option<u64> {
-    let len = u64::from(u32::from_le_bytes(len_bytes));
+/// Appends the frame of `payload`, starting at `lsn`, to `out`; `continues` says that the
+/// frame's commit unit goes on in the next frame.
+pub fn encode_frame(lsn: Lsn, payload: &[u8], continues: bool, out: &mut Vec<u8>) {
+    let field = len_field(payload, continues);
+    out.extend_from_slice(&field.to_le_bytes());
+    out.extend_from_slice(payload);
+    out.extend_from_slice(&frame_crc(lsn, field, payload).to_le_bytes());
+}
+
+/// A frame's payload length and [`CONTINUES`] flag read from its first 4 bytes, or `None` when
+/// the length cannot start a frame here: zero (unwritten or zero-filled space), larger than the
+/// header allows, or reaching past `limit` (the LSN the scan must not cross).
+pub fn frame_len(header: &Header, lsn: Lsn, len_bytes: [u8; 4], limit: Lsn) -> Option<(u64, bool)> {
+    let field = u32::from_le_bytes(len_bytes);
+    let len = u64::from(field & !CONTINUES);
     let fits = len > 0
         && len <= header.max_mtr_bytes()
         && lsn
             .checked_add(len + FRAME_OVERHEAD)
             .is_some_and(|end| end <= limit);
-    fits.then_some(len)
+    fits.then_some((len, field & CONTINUES != 0))
 }
 
-/// Whether `crc_bytes` is the CRC of the frame of `payload` at `lsn`.
-pub fn frame_valid(lsn: Lsn, payload: &[u8], crc_bytes: [u8; 4]) -> bool {
-    u32::from_le_bytes(crc_bytes) == frame_crc(lsn, payload)
+/// Whether `crc_bytes` is the CRC of the frame of `payload` at `lsn` with the given flag.
+pub fn frame_valid(lsn: Lsn, payload: &[u8], continues: bool, crc_bytes: [u8; 4]) -> bool {
+    u32::from_le_bytes(crc_bytes) == frame_crc(lsn, len_field(payload, continues), payload)
 }
 
 /// A [`RedoError::Corrupt`] for the file header.

@@ -376,6 +376,14 @@ impl RedoLog {
     /// checkpoint (nothing is written; advance the checkpoint and retry), and with
     /// [`RedoError::Failed`] once a write or sync has failed.
     pub fn append(&self, mtr: &[u8]) -> Result<(Lsn, Lsn)> {
+        self.append_to_unit(mtr, false)
+    }
+
+    /// [`append`](Self::append) as a part of a *commit unit*: with `continues`, the frame is
+    /// marked as followed by more frames of the same unit, and recovery applies none of them
+    /// unless the unit's last frame (appended with `continues = false`) is found too. The
+    /// caller keeps other appends out while a unit is open (units do not interleave).
+    pub fn append_to_unit(&self, mtr: &[u8], continues: bool) -> Result<(Lsn, Lsn)> {
         let s = &self.shared;
         let max = s.header.max_mtr_bytes();
         if mtr.is_empty() || mtr.len() as u64 > max {
@@ -400,7 +408,7 @@ impl RedoLog {
             }
             if st.buf.len() as u64 + frame <= u64::from(s.header.buffer_bytes) {
                 let start = st.next_lsn;
-                format::encode_frame(start, mtr, &mut st.buf);
+                format::encode_frame(start, mtr, continues, &mut st.buf);
                 st.next_lsn += frame;
                 s.appends.fetch_add(1, Ordering::Relaxed);
                 st.appended_since += 1;
@@ -706,7 +714,7 @@ impl Shared {
     fn frame_starts_at(&self, lsn: Lsn, end: Lsn) -> Result<bool> {
         let mut len_bytes = [0u8; 4];
         ring::read(&*self.file, &self.header, lsn, &mut len_bytes)?;
-        let Some(len) = format::frame_len(&self.header, lsn, len_bytes, end) else {
+        let Some((len, continues)) = format::frame_len(&self.header, lsn, len_bytes, end) else {
             return Ok(false);
         };
         let mut rest = vec![0u8; len as usize + 4];
@@ -714,7 +722,7 @@ impl Shared {
         let (payload, crc) = rest.split_at(len as usize);
         Ok(crc
             .try_into()
-            .is_ok_and(|crc| format::frame_valid(lsn, payload, crc)))
+            .is_ok_and(|crc| format::frame_valid(lsn, payload, continues, crc)))
     }
 
     /// The background thread of `Async`/`None`: about once a second, write and sync what was

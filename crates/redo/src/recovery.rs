@@ -31,8 +31,12 @@ pub struct RecoveredMtr {
 /// A log opened for recovery. Iterate it for the mtrs from the checkpoint to the end of the log,
 /// then [`finish`](Self::finish) it to append after them.
 ///
-/// The scan reads the file once, front to back, in `READ_AHEAD` steps; a frame's length is
-/// checked against the header's bound before anything is allocated for it.
+/// The end of the log is the end of the last *complete* commit unit (see
+/// [`RedoLog::append_to_unit`]): frames of a unit whose last frame is missing are not log. It is
+/// found when the log is opened, by a first scan that checks every frame's CRC and reads no
+/// record; iteration then reads the frames again up to that end. Each scan reads the file front
+/// to back in `READ_AHEAD` steps, and a frame's length is checked against the header's bound
+/// before anything is allocated for it.
 pub struct Recovery {
     file: Arc<dyn PageFile>,
     path: PathBuf,
@@ -45,9 +49,11 @@ pub struct Recovery {
     /// Log bytes from `window_lsn`, read ahead.
     window: Vec<u8>,
     window_lsn: Lsn,
+    /// The end of the last complete commit unit: the end of the log as recovery sees it.
+    end: Lsn,
+    /// Where the first scan stopped (past `end` when the last unit is incomplete).
+    scan_end: Lsn,
     ended: bool,
-    /// The scan stopped on an I/O error, not at the end of the log.
-    stopped_by_error: bool,
 }
 
 impl std::fmt::Debug for Recovery {
@@ -110,18 +116,43 @@ impl Recovery {
             )
         })?;
         tracing::info!(path = %path.display(), lsn = checkpoint.lsn, "redo recovery starts at checkpoint");
-        Ok(Recovery {
+        let mut recovery = Recovery {
             file,
             path,
             limit: checkpoint.lsn + header.capacity,
             next: checkpoint.lsn,
             window: Vec::new(),
             window_lsn: checkpoint.lsn,
+            end: checkpoint.lsn,
+            scan_end: checkpoint.lsn,
             header,
             checkpoint,
             ended: false,
-            stopped_by_error: false,
-        })
+        };
+        recovery.find_end()?;
+        Ok(recovery)
+    }
+
+    /// The first scan: finds where the last complete unit ends, then rewinds to the checkpoint.
+    fn find_end(&mut self) -> Result<()> {
+        let mut end = self.next;
+        while let Some((_, frame_end, continues)) = self.next_frame()? {
+            if !continues {
+                end = frame_end;
+            }
+        }
+        self.scan_end = self.next;
+        self.end = end;
+        if self.scan_end > end {
+            tracing::warn!(
+                path = %self.path.display(),
+                from = end,
+                bytes = self.scan_end - end,
+                "redo log ends inside a commit unit; its frames are discarded"
+            );
+        }
+        self.next = self.checkpoint.lsn;
+        Ok(())
     }
 
     /// The checkpoint the scan started from.
@@ -129,28 +160,34 @@ impl Recovery {
         self.checkpoint.lsn
     }
 
-    /// The LSN of the next frame the scan looks at (after the end: the end of the log).
+    /// The LSN of the next frame the iteration yields (after the last: the end of the log).
     pub fn scanned_lsn(&self) -> Lsn {
         self.next
     }
 
-    /// Scans to the end of the log (skipping what was not iterated), erases whatever a previous
-    /// session may have written past that end, and opens the log for appending there.
+    /// The end of the log: the end of the last complete commit unit. Iteration stops here and
+    /// [`finish`](Self::finish) appends from here.
+    pub fn end_lsn(&self) -> Lsn {
+        self.end
+    }
+
+    /// Bytes of valid frames past [`end_lsn`](Self::end_lsn) that belong to a commit unit whose
+    /// last frame never reached the log (a transaction in flight at the crash): discarded.
+    pub fn discarded_bytes(&self) -> u64 {
+        self.scan_end - self.end
+    }
+
+    /// Erases whatever a previous session may have written past the end of the log (the
+    /// frames of an incomplete unit included), and opens the log for appending there.
     ///
-    /// The erasure (zeros over up to two log buffers past the end, synced) is what keeps the
-    /// frames of a crashed session that were written but lost their predecessor from being
-    /// read as records after the new session's first appends put valid frames before them.
-    pub fn finish(mut self, durability: Durability) -> Result<RedoLog> {
-        if self.stopped_by_error {
-            // Where the scan stopped is not the end of the log: read on from there.
-            self.ended = false;
-            self.stopped_by_error = false;
-        }
-        for mtr in self.by_ref() {
-            mtr?;
-        }
-        let end = self.next;
-        let erase = (2 * u64::from(self.header.buffer_bytes)).min(self.limit - end);
+    /// The erasure (zeros from the end over the discarded frames plus up to two log buffers,
+    /// synced) is what keeps the frames of a crashed session that were written but lost their
+    /// predecessor from being read as records after the new session's first appends put valid
+    /// frames before them.
+    pub fn finish(self, durability: Durability) -> Result<RedoLog> {
+        let end = self.end;
+        let erase = (self.scan_end - end + 2 * u64::from(self.header.buffer_bytes))
+            .min(self.limit - end);
         ring::zero(&*self.file, &self.header, end, erase)?;
         self.file.sync_data()?;
         tracing::info!(path = %self.path.display(), end, "redo scan complete; appending from the end");
@@ -187,14 +224,18 @@ impl Recovery {
         self.window.get(at..at + len as usize).unwrap_or_default()
     }
 
-    /// The frame at `self.next`, or `None` at the end of the log.
-    fn next_frame(&mut self) -> Result<Option<RecoveredMtr>> {
+    /// Checks the frame at `self.next` and steps past it: its start, end and [`CONTINUES`]
+    /// flag, its payload left in the window at `start + 4`. `None` at the end of the frames.
+    ///
+    /// [`CONTINUES`]: format::CONTINUES
+    fn next_frame(&mut self) -> Result<Option<(Lsn, Lsn, bool)>> {
         let lsn = self.next;
         if !self.fill(lsn, 4)? {
             return Ok(None);
         }
         let len_bytes = self.bytes(lsn, 4).try_into().unwrap_or([0; 4]);
-        let Some(len) = format::frame_len(&self.header, lsn, len_bytes, self.limit) else {
+        let Some((len, continues)) = format::frame_len(&self.header, lsn, len_bytes, self.limit)
+        else {
             return Ok(None);
         };
         let total = len + format::FRAME_OVERHEAD;
@@ -203,37 +244,46 @@ impl Recovery {
         }
         let payload = self.bytes(lsn + 4, len);
         let crc = self.bytes(lsn + 4 + len, 4).try_into().unwrap_or([0; 4]);
-        if !format::frame_valid(lsn, payload, crc) {
+        if !format::frame_valid(lsn, payload, continues, crc) {
             return Ok(None);
         }
-        let mtr = RecoveredMtr {
-            start_lsn: lsn,
-            end_lsn: lsn + total,
-            payload: payload.to_vec(),
-        };
-        self.next = mtr.end_lsn;
-        Ok(Some(mtr))
+        self.next = lsn + total;
+        Ok(Some((lsn, lsn + total, continues)))
     }
 }
 
 impl Iterator for Recovery {
     type Item = Result<RecoveredMtr>;
 
-    /// The next mtr; `None` at the end of the log. An I/O error is returned once, and ends the
-    /// scan.
+    /// The next mtr up to the end of the log; `None` after the last. An I/O error is returned
+    /// once, and ends the iteration.
     fn next(&mut self) -> Option<Self::Item> {
-        if self.ended {
+        if self.ended || self.next >= self.end {
             return None;
         }
         match self.next_frame() {
-            Ok(Some(mtr)) => Some(Ok(mtr)),
+            Ok(Some((start_lsn, end_lsn, _))) => {
+                let len = end_lsn - start_lsn - format::FRAME_OVERHEAD;
+                Some(Ok(RecoveredMtr {
+                    start_lsn,
+                    end_lsn,
+                    payload: self.bytes(start_lsn + 4, len).to_vec(),
+                }))
+            }
             Ok(None) => {
+                // The first scan found valid frames up to `end`; the file changed under us.
                 self.ended = true;
-                None
+                Some(Err(RedoError::Corrupt {
+                    path: self.path.clone(),
+                    offset: self.header.offset_of(self.next) + DATA_OFFSET,
+                    what: format!(
+                        "the frame at LSN {} was valid in the first scan and is not now",
+                        self.next
+                    ),
+                }))
             }
             Err(e) => {
                 self.ended = true;
-                self.stopped_by_error = true;
                 Some(Err(e))
             }
         }

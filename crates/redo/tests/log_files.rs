@@ -119,6 +119,37 @@ fn frames_past_a_torn_one_are_not_revived_by_later_appends() {
     assert_eq!(found.len(), 2);
 }
 
+/// A commit unit is recovered whole or not at all: the frames of a unit whose last frame never
+/// reached the log are not log, and the next session overwrites them.
+#[test]
+fn an_incomplete_commit_unit_is_discarded_whole() {
+    let fs = FaultyFileSystem::new();
+    let log = RedoLog::create(&fs, Path::new(DIR), &small()).unwrap();
+    let mut unit_a = Vec::new();
+    for (i, continues) in [(1, true), (2, true), (3, false)] {
+        unit_a.push(log.append_to_unit(&mtr(i, 200), continues).unwrap().0);
+    }
+    let (b_start, _) = log.append_to_unit(&mtr(4, 200), true).unwrap();
+    log.append_to_unit(&mtr(5, 200), true).unwrap();
+    let scan_end = log.current_lsn();
+    log.sync().unwrap();
+    drop(log);
+    let (rec, found) = scan(&fs);
+    assert_eq!(found.iter().map(|m| m.start_lsn).collect::<Vec<_>>(), unit_a);
+    assert_eq!(rec.end_lsn(), b_start);
+    assert_eq!(rec.discarded_bytes(), scan_end - b_start);
+    let log = rec.finish(Durability::Sync).unwrap();
+    let (c, _) = log.commit(&mtr(6, 50)).unwrap();
+    assert_eq!(c, b_start, "the next session appends where the incomplete unit began");
+    drop(log);
+    fs.crash().unwrap();
+    let (rec, found) = scan(&fs);
+    let mut expected = unit_a.clone();
+    expected.push(c);
+    assert_eq!(found.iter().map(|m| m.start_lsn).collect::<Vec<_>>(), expected);
+    assert_eq!(rec.discarded_bytes(), 0, "a frame of the discarded unit was revived");
+}
+
 #[test]
 fn a_torn_checkpoint_slot_falls_back_to_the_other() {
     let fs = FaultyFileSystem::new();
