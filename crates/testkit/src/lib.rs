@@ -12,7 +12,9 @@
 //!   ([`IndexModel`]);
 //! - [`fuzz_targets`]: what each target in `fuzz/fuzz_targets/` runs on its input, shared with
 //!   the corpus replay in `tests/fuzz_corpus.rs`;
-//! - [`corpus`]: the deterministic seed corpus checked in under `fuzz/corpus/`.
+//! - [`corpus`]: the deterministic seed corpus checked in under `fuzz/corpus/`;
+//! - [`crash`]: the `SIGKILL` crash-test harness — a test re-runs its own binary as a child that
+//!   prints `ACK <n>` per durable step, kills it at a random moment and checks what survived.
 //!
 //! # Use from another crate's tests
 //! Add `barracuda-testkit.workspace = true` (or a path dependency on `crates/testkit`) and
@@ -58,6 +60,7 @@
 //! 256 cases per law stay fast in debug builds.
 
 pub mod corpus;
+pub mod crash;
 pub mod fuzz_targets;
 pub mod laws;
 pub mod model;
