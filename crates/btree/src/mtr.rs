@@ -5,8 +5,10 @@
 //! asks the [`LogSink`] for the LSN that ends its records, stamps every changed page with it (which
 //! puts the page on the flush list), and only then releases the latches. That order is the WAL
 //! rule's shape: no other thread can see, and the pool cannot write, a change before its log
-//! records have an LSN. Until the redo log exists the sink is [`PlaceholderLog`], which hands out
-//! increasing LSNs and writes nothing; the redo log plugs in behind the same trait.
+//! records have an LSN. The engine's sink is the redo log, which records each changed page as the
+//! difference between its before-image (kept by the guard) and its image at commit
+//! ([`PageChange`]); [`PlaceholderLog`] hands out increasing LSNs and writes nothing, for trees
+//! that need no durability (tests, tools).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -19,7 +21,23 @@ use crate::error::{BTreeError, Result};
 #[derive(Debug)]
 pub struct MtrSummary<'a> {
     /// Pages the mtr changed, in the order they were handed to it.
-    pub pages: &'a [PageId],
+    pub pages: &'a [PageChange<'a>],
+}
+
+/// One page an mtr changed, as the log needs it to record the change.
+#[derive(Debug, Clone, Copy)]
+pub struct PageChange<'a> {
+    /// The page.
+    pub id: PageId,
+    /// The mtr created the page: it started all zeros, whatever it held before.
+    pub created: bool,
+    /// The page before the mtr's first change, when the pool captures before-images
+    /// ([`PoolConfig::capture_before_images`](barracuda_buffer_pool::PoolConfig::capture_before_images)).
+    /// `None` for a created page (its before-image is all zeros), for a page the mtr did not
+    /// change after all, and when the pool does not capture.
+    pub before: Option<&'a [u8]>,
+    /// The page now, still latched: nobody else can change it before the log has the change.
+    pub after: &'a [u8],
 }
 
 /// The log positions an mtr's records occupy: from `start` (where its first record begins) to
@@ -42,6 +60,12 @@ pub trait LogSink: Send + Sync {
 
     /// The newest LSN handed out so far.
     fn current_lsn(&self) -> Lsn;
+
+    /// Called once the mtr that got `range` has marked its pages dirty (they are on the flush
+    /// list with their oldest modification) and before it releases them. A log that computes
+    /// checkpoints from the flush list must not let a checkpoint pass `range.start` before this
+    /// call (InnoDB: `log_sys.recent_closed`). Default: nothing.
+    fn mtr_closed(&self, _range: LsnRange) {}
 }
 
 /// A log that writes nothing and hands out increasing LSNs, so that flush-list order, page LSNs
@@ -141,12 +165,24 @@ impl<'a> Mtr<'a> {
         if self.changed.is_empty() {
             return Ok(None);
         }
-        let pages: Vec<PageId> = self.changed.iter().map(ExclusiveGuard::page_id).collect();
-        let range = self.log.commit_mtr(&MtrSummary { pages: &pages })?;
+        let range = {
+            let pages: Vec<PageChange<'_>> = self
+                .changed
+                .iter()
+                .map(|guard| PageChange {
+                    id: guard.page_id(),
+                    created: guard.is_created(),
+                    before: guard.before_image(),
+                    after: &guard[..],
+                })
+                .collect();
+            self.log.commit_mtr(&MtrSummary { pages: &pages })?
+        };
         for guard in &mut self.changed {
             barracuda_page::set_page_lsn(guard, range.end);
             guard.mark_dirty_since(range.start, range.end);
         }
+        self.log.mtr_closed(range);
         // Latches are released only now, after the pages carry the LSN.
         self.changed.clear();
         Ok(Some(range.end))

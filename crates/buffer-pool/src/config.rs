@@ -116,6 +116,7 @@ pub struct PoolConfig {
     pub(crate) read_ahead: ReadAhead,
     pub(crate) page_hash_shards: usize,
     pub(crate) all_pinned_timeout: Duration,
+    pub(crate) capture_before_images: bool,
 }
 
 /// Smallest pool accepted, in pages.
@@ -140,7 +141,19 @@ impl PoolConfig {
             read_ahead: ReadAhead::default(),
             page_hash_shards: 16,
             all_pinned_timeout: Duration::from_secs(2),
+            capture_before_images: false,
         }
+    }
+
+    /// Whether an [`ExclusiveGuard`](crate::ExclusiveGuard) keeps a copy of its page as it was
+    /// before the guard's first change ([`ExclusiveGuard::before_image`]), for a redo log that
+    /// logs a change as the difference between the two. Costs one page copy per page changed
+    /// per mini-transaction. Default = off.
+    ///
+    /// [`ExclusiveGuard::before_image`]: crate::ExclusiveGuard::before_image
+    pub fn capture_before_images(mut self, on: bool) -> Self {
+        self.capture_before_images = on;
+        self
     }
 
     /// Page size of every frame. Default = 16 KiB. InnoDB: `innodb_page_size`.

@@ -73,6 +73,19 @@ pub enum PoolError {
         /// How long the request waited before giving up.
         waited: Duration,
     },
+    /// No frame can be freed: every page not in use is a dirty page of the commit unit being
+    /// applied, which may not be written before the unit is complete (see
+    /// [`PageStore::write_barrier`](crate::PageStore::write_barrier)). The unit is larger than
+    /// the pool can hold.
+    #[error(
+        "all {capacity_pages} buffer pool frames hold changes of the transaction being \
+         committed, which cannot be written before it completes: the transaction does not fit \
+         in the buffer pool"
+    )]
+    HeldByOpenUnit {
+        /// Size of the pool in pages.
+        capacity_pages: usize,
+    },
     /// The page store failed to read or write a page.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -10,7 +10,7 @@
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::Duration;
 
-use barracuda_page::PageId;
+use barracuda_page::{Lsn, PageId};
 
 use crate::descriptor::State;
 use crate::inner::{Evictor, Inner};
@@ -71,7 +71,7 @@ impl Inner {
     /// the LRU or the flush-list mutex, which keeps evictors away while the pin is taken.
     pub(crate) fn claim_for_flush(&self, claimed: &mut Claimed<'_>, f: u32) -> bool {
         let d = &self.frames.frame(f).desc;
-        if d.state() != State::Valid || !d.is_dirty() {
+        if d.state() != State::Valid || !d.is_dirty() || self.behind_write_barrier(f) {
             return false;
         }
         if d.flushing
@@ -83,6 +83,13 @@ impl Inner {
         d.pin();
         claimed.frames.push(f);
         true
+    }
+
+    /// Whether the page in `f` holds a change of a commit unit still open
+    /// ([`PageStore::write_barrier`](crate::PageStore::write_barrier)): it may not be written.
+    pub(crate) fn behind_write_barrier(&self, f: u32) -> bool {
+        let d = &self.frames.frame(f).desc;
+        d.newest() >= self.store.write_barrier() && !self.store.exempt_from_barrier(d.page_id())
     }
 
     /// Writes the claimed frames; returns how many were written. `wait_latch`: block for the S
@@ -106,7 +113,10 @@ impl Inner {
             };
             let Some(guard) = guard else { continue };
             let d = &frame.desc;
-            if d.state() != State::Valid || !d.is_dirty() {
+            // The barrier is read under the latch: a unit opened since the claim has not
+            // changed this page (it would need the X latch), and one that had changed it
+            // before shows in the page's newest LSN.
+            if d.state() != State::Valid || !d.is_dirty() || self.behind_write_barrier(f) {
                 continue;
             }
             latched.push((f, d.page_id(), d.modify_count.load(SeqCst), guard));
@@ -154,12 +164,17 @@ impl Inner {
 
     /// Writes up to `max_pages` dirty pages, oldest modification first. InnoDB:
     /// `buf_flush_do_batch(BUF_FLUSH_LIST)` from the page cleaner.
-    pub(crate) fn flush_list_batch(&self, max_pages: usize) -> Result<usize, PoolError> {
+    /// Only pages whose oldest modification is below `lsn_limit` are taken.
+    pub(crate) fn flush_list_batch(
+        &self,
+        max_pages: usize,
+        lsn_limit: Lsn,
+    ) -> Result<usize, PoolError> {
         let mut claimed = Claimed::new(self);
         {
             let fl = self.flush_list.lock();
-            for (_, f) in fl.iter() {
-                if claimed.len() >= max_pages {
+            for (oldest, f) in fl.iter() {
+                if claimed.len() >= max_pages || oldest >= lsn_limit {
                     break;
                 }
                 self.claim_for_flush(&mut claimed, f);
@@ -169,7 +184,8 @@ impl Inner {
     }
 
     /// Writes every page that is dirty when the call starts (pages dirtied later may stay
-    /// dirty). InnoDB: `buf_flush_sync_all_buf_pools`.
+    /// dirty), except pages behind the store's write barrier. InnoDB:
+    /// `buf_flush_sync_all_buf_pools`.
     pub(crate) fn flush_all(&self) -> Result<(), PoolError> {
         let snapshot: Vec<(u32, u64)> = {
             let fl = self.flush_list.lock();
@@ -189,7 +205,10 @@ impl Inner {
                         if !d.is_dirty() || d.dirty_epoch.load(SeqCst) != epoch {
                             continue; // written (and maybe re-dirtied) since the snapshot
                         }
-                        if !self.claim_for_flush(&mut claimed, f) && d.state() == State::Valid {
+                        if !self.claim_for_flush(&mut claimed, f)
+                            && d.state() == State::Valid
+                            && !self.behind_write_barrier(f)
+                        {
                             busy.push((f, epoch)); // another thread is writing it
                         }
                     }

@@ -89,12 +89,27 @@ pub struct ExclusiveGuard<'a> {
 }
 
 /// Whether an exclusive guard's page was changed since the change was last recorded; poisons
-/// the frame when dropped with an unrecorded change.
+/// the frame when dropped with an unrecorded change. Keeps the page's before-image when the
+/// pool captures them.
 struct ChangeTracker<'a> {
     inner: &'a Inner,
     frame: u32,
     id: PageId,
     unrecorded_change: bool,
+    /// The page was created by this guard (zero-filled, not read): its earlier contents do not
+    /// matter, and there is no before-image to keep.
+    created: bool,
+    /// The page as it was before the first unrecorded change.
+    before: Option<Box<[u8]>>,
+}
+
+impl ChangeTracker<'_> {
+    /// Forgets the before-image (a recorded change starts a new one).
+    fn clear_before(&mut self) {
+        if let Some(buf) = self.before.take() {
+            before_images::give_back(buf);
+        }
+    }
 }
 
 impl Drop for ChangeTracker<'_> {
@@ -102,6 +117,47 @@ impl Drop for ChangeTracker<'_> {
         if self.unrecorded_change {
             self.inner.poison_frame(self.frame, self.id);
         }
+        self.clear_before();
+    }
+}
+
+/// Page-sized buffers for before-images, recycled per thread: a mini-transaction takes and
+/// returns a few per page it changes, and this keeps that off the allocator.
+mod before_images {
+    use std::cell::RefCell;
+
+    /// Buffers kept per thread (an mtr changes a handful of pages; a split up the tree a few
+    /// more).
+    const KEEP: usize = 16;
+
+    thread_local! {
+        static SPARE: RefCell<Vec<Box<[u8]>>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// A copy of `page` in a recycled buffer when one of its size is at hand.
+    pub(super) fn copy_of(page: &[u8]) -> Box<[u8]> {
+        let recycled = SPARE.with(|spare| {
+            let mut spare = spare.borrow_mut();
+            let at = spare.iter().rposition(|b| b.len() == page.len())?;
+            Some(spare.swap_remove(at))
+        });
+        match recycled {
+            Some(mut buf) => {
+                buf.copy_from_slice(page);
+                buf
+            }
+            None => page.into(),
+        }
+    }
+
+    /// Returns a buffer for later copies.
+    pub(super) fn give_back(buf: Box<[u8]>) {
+        SPARE.with(|spare| {
+            let mut spare = spare.borrow_mut();
+            if spare.len() < KEEP {
+                spare.push(buf);
+            }
+        });
     }
 }
 
@@ -119,10 +175,42 @@ impl<'a> ExclusiveGuard<'a> {
                 frame,
                 id,
                 unrecorded_change: false,
+                created: false,
+                before: None,
             },
             latch,
             pin,
         }
+    }
+
+    /// A guard on a page just created (zero-filled, not read from disk).
+    pub(crate) fn new_created(
+        inner: &'a Inner,
+        frame: u32,
+        latch: RwLockWriteGuard<'a, FrameBuf>,
+        pin: Pin<'a>,
+        id: PageId,
+    ) -> Self {
+        let mut guard = Self::new(inner, frame, latch, pin, id);
+        guard.tracker.created = true;
+        guard
+    }
+
+    /// Whether this guard created the page ([`BufferPool::create`](crate::BufferPool::create)):
+    /// it started all zeros, and whatever the page held before (on disk or in the pool) is
+    /// irrelevant — a redo log records it as a page initialisation. Reset by
+    /// [`mark_dirty`](Self::mark_dirty).
+    pub fn is_created(&self) -> bool {
+        self.tracker.created
+    }
+
+    /// The page as it was before this guard's first change since the last
+    /// [`mark_dirty`](Self::mark_dirty) (or since the guard was taken), when the pool captures
+    /// before-images ([`PoolConfig::capture_before_images`](crate::PoolConfig::capture_before_images)).
+    /// `None` when nothing was changed, when the pool does not capture, and for a created page
+    /// (whose before-image is all zeros, see [`is_created`](Self::is_created)).
+    pub fn before_image(&self) -> Option<&[u8]> {
+        self.tracker.before.as_deref()
     }
 
     /// The page held.
@@ -147,6 +235,8 @@ impl<'a> ExclusiveGuard<'a> {
             .inner
             .mark_dirty(self.tracker.frame, start_lsn, end_lsn);
         self.tracker.unrecorded_change = false;
+        self.tracker.created = false;
+        self.tracker.clear_before();
     }
 
     /// Whether the bytes were taken mutably since the last [`mark_dirty`](Self::mark_dirty)
@@ -200,7 +290,11 @@ impl Deref for ExclusiveGuard<'_> {
 
 impl DerefMut for ExclusiveGuard<'_> {
     fn deref_mut(&mut self) -> &mut [u8] {
-        self.tracker.unrecorded_change = true;
+        let t = &mut self.tracker;
+        if t.inner.capture_before_images && !t.created && t.before.is_none() {
+            t.before = Some(before_images::copy_of(&self.latch));
+        }
+        t.unrecorded_change = true;
         &mut self.latch
     }
 }

@@ -72,6 +72,8 @@ pub(crate) struct Inner {
     pub(crate) ra_linear: AtomicU32,
     pub(crate) ra_random: AtomicBool,
     pub(crate) all_pinned_timeout: Duration,
+    /// Exclusive guards copy their page before its first change (`PoolConfig`).
+    pub(crate) capture_before_images: bool,
     /// InnoDB `buf_pool->try_LRU_scan`: cleared when a user thread's first 100-page scan failed,
     /// set again after an LRU batch.
     pub(crate) try_lru_scan: AtomicBool,
@@ -111,6 +113,7 @@ impl Inner {
         let depth = effective_scan_depth(config.lru_scan_depth, capacity);
         Ok(Self {
             page_size: config.page_size,
+            capture_before_images: config.capture_before_images,
             capacity,
             frames,
             hash: PageHash::new(config.page_hash_shards, capacity),
@@ -323,7 +326,7 @@ impl Inner {
                     latch.fill(0);
                     self.on_access(f);
                     inc(&self.counters.pages_created);
-                    return Ok(ExclusiveGuard::new(self, f, latch, pin, id));
+                    return Ok(ExclusiveGuard::new_created(self, f, latch, pin, id));
                 }
                 continue;
             }
@@ -343,7 +346,7 @@ impl Inner {
             frame.desc.transition(State::ReadPending, State::Valid);
             frame.desc.first_access_ms.store(self.now_ms(), SeqCst);
             inc(&self.counters.pages_created);
-            return Ok(ExclusiveGuard::new(self, f, latch, pin, id));
+            return Ok(ExclusiveGuard::new_created(self, f, latch, pin, id));
         }
     }
 
@@ -517,11 +520,14 @@ impl Inner {
     }
 
     /// Whether some page in the LRU is unpinned (so waiting for a victim can succeed).
+    /// Whether some page could be evicted once whoever uses it lets go: unpinned, and not a
+    /// dirty page that may not be written yet (behind the store's write barrier).
     pub(crate) fn any_unpinned(&self) -> bool {
         let lists = self.lists.lock();
         let mut cur = lists.lru.tail();
         while cur != NIL {
-            if self.frames.frame(cur).desc.pins() == 0 {
+            let d = &self.frames.frame(cur).desc;
+            if d.pins() == 0 && !(d.is_dirty() && self.behind_write_barrier(cur)) {
                 return true;
             }
             cur = lists.lru.prev(cur);

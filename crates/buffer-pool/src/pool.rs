@@ -139,7 +139,28 @@ impl BufferPool {
     /// Writes up to `max_pages` dirty pages, oldest modification first (the page cleaner).
     /// Returns how many were written. InnoDB: `buf_flush_do_batch(BUF_FLUSH_LIST)`.
     pub fn flush_list_batch(&self, max_pages: usize) -> Result<usize, PoolError> {
-        self.inner.flush_list_batch(max_pages)
+        self.inner.flush_list_batch(max_pages, Lsn::MAX)
+    }
+
+    /// [`flush_list_batch`](Self::flush_list_batch) of the pages whose oldest modification is
+    /// below `lsn_limit` only (a flush up to an LSN target). InnoDB: `buf_flush_lists(n, lsn)`.
+    pub fn flush_list_batch_below(
+        &self,
+        max_pages: usize,
+        lsn_limit: Lsn,
+    ) -> Result<usize, PoolError> {
+        self.inner.flush_list_batch(max_pages, lsn_limit)
+    }
+
+    /// How many dirty pages have their oldest modification at or below `lsn`, counting at most
+    /// `limit` (the walk from the flush list's oldest end stops there). For a flushing
+    /// controller's estimate of the pages behind an LSN target.
+    pub fn dirty_pages_oldest_at_most(&self, lsn: Lsn, limit: u64) -> u64 {
+        let fl = self.inner.flush_list.lock();
+        fl.iter()
+            .take_while(|&(oldest, _)| oldest <= lsn)
+            .take(usize::try_from(limit).unwrap_or(usize::MAX))
+            .count() as u64
     }
 
     /// The smallest oldest-modification LSN over dirty pages (the checkpoint may advance to it),

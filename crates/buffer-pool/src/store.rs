@@ -23,6 +23,22 @@ pub trait PageStore: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Pages whose newest modification is at or above this LSN must not be written yet: their
+    /// change belongs to a commit unit the log has not closed (a transaction being applied),
+    /// and must not reach disk before the whole unit is in the log. The pool skips such pages
+    /// when it picks pages to write, and re-checks under the page latch. Default: no barrier.
+    fn write_barrier(&self) -> Lsn {
+        Lsn::MAX
+    }
+
+    /// Whether page `id` may be written although its newest change is behind the
+    /// [`write_barrier`](Self::write_barrier): a page the open unit allocated (it was free
+    /// before the unit began, so whatever it holds on disk is irrelevant if the unit is lost).
+    /// Asked only for pages behind the barrier. Default: none is.
+    fn exempt_from_barrier(&self, _id: PageId) -> bool {
+        false
+    }
+
     /// Number of pages allocated in `space` (read-ahead never reads past it). `None` = unknown space.
     fn space_size_pages(&self, space: SpaceId) -> Option<u32>;
 }

@@ -3,20 +3,21 @@
 
 use std::sync::Arc;
 
-use barracuda_btree::{BTreeError, LogSink, Mtr, PageAllocator};
+use barracuda_btree::{BTreeError, Mtr, PageAllocator};
 use barracuda_buffer_pool::{BufferPool, ExclusiveGuard, PoolError, StoreError};
 use barracuda_page::{
     bit_index, bitmap_page_for, pages_per_bitmap, space::format_bitmap_page, AllocationBitmap,
     PageId, PageNo, SpaceHeader, SpaceId,
 };
 
+use crate::redo_sink::RedoSink;
 use crate::store::SpaceRegistry;
 
 /// Allocates pages from the bitmaps of each tablespace, growing files by whole extents.
 pub(crate) struct SpaceAllocator {
     pool: Arc<BufferPool>,
     spaces: Arc<SpaceRegistry>,
-    log: Arc<dyn LogSink>,
+    log: Arc<RedoSink>,
 }
 
 fn alloc_err(space: SpaceId, what: impl std::fmt::Display) -> BTreeError {
@@ -30,7 +31,7 @@ impl SpaceAllocator {
     pub(crate) fn new(
         pool: Arc<BufferPool>,
         spaces: Arc<SpaceRegistry>,
-        log: Arc<dyn LogSink>,
+        log: Arc<RedoSink>,
     ) -> Self {
         Self { pool, spaces, log }
     }
@@ -166,6 +167,7 @@ impl PageAllocator for SpaceAllocator {
         self.set_bit(&mut header_guard, &mut other_bitmaps, space, page_no, true)?;
         header.free_hint = page_no.saturating_add(1);
         header.write(&mut header_guard);
+        self.log.page_allocated(PageId::new(space, page_no));
         mtr.changed(header_guard);
         for guard in other_bitmaps {
             mtr.changed(guard);
@@ -192,6 +194,7 @@ impl PageAllocator for SpaceAllocator {
         self.set_bit(&mut header_guard, &mut others, space, page.page_no, false)?;
         header.free_hint = header.free_hint.min(page.page_no);
         header.write(&mut header_guard);
+        self.log.page_freed(page);
         mtr.changed(header_guard);
         for guard in others {
             mtr.changed(guard);

@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 
-use barracuda_btree::{BTree, LogSink, PlaceholderLog, TreeContext};
+use barracuda_btree::{BTree, LogSink, TreeContext};
 use barracuda_buffer_pool::{BufferPool, FreePagePolicy, PoolConfig, ReadAhead};
-use barracuda_page::{CatalogEntry, PageSize};
+use barracuda_page::{CatalogEntry, PageSize, SpaceId};
+use barracuda_redo::{log_path, RedoLog, RedoOptions, DEFAULT_START_LSN};
 
 use crate::alloc::SpaceAllocator;
 use crate::catalog::Catalog;
@@ -21,7 +22,10 @@ use crate::layout::{
     is_valid_table_name, table_path, LOCK_FILE, SYSTEM_FILE, TABLES_DIR, TABLE_NAME_RULE,
 };
 use crate::options::{EngineOptions, TableOptions};
-use crate::status::{EngineStatus, TableStatus};
+use crate::page_cleaner::{self, FlushControllerKind, Flushing};
+use crate::recovery::{recover, RecoveryReport};
+use crate::redo_sink::RedoSink;
+use crate::status::{EngineStatus, RedoStatus, TableStatus};
 use crate::store::SpaceRegistry;
 use crate::table::{Range, Table, TableInner};
 use crate::tablespace::Tablespace;
@@ -61,7 +65,15 @@ pub(crate) struct EngineInner {
     pub(crate) page_size: PageSize,
     pub(crate) pool: Arc<BufferPool>,
     pub(crate) spaces: Arc<SpaceRegistry>,
-    pub(crate) log: Arc<PlaceholderLog>,
+    pub(crate) log: Arc<RedoSink>,
+    /// What recovery did when this engine opened, if the log had anything to replay.
+    pub(crate) recovery: Option<RecoveryReport>,
+    /// One checkpoint at a time.
+    checkpoint_lock: Mutex<()>,
+    /// The page cleaner's settings, controller choice and counters.
+    pub(crate) flushing: Arc<Flushing>,
+    /// The page cleaner thread, until stopped.
+    cleaner: Mutex<Option<std::thread::JoinHandle<()>>>,
     pub(crate) ctx: TreeContext,
     /// Shared with the page store, which records in it when pages are written after a
     /// checkpoint. Never held across a buffer-pool call (the pool's writes take it).
@@ -108,12 +120,6 @@ impl Engine {
         } else {
             Catalog::create(&*fs, &system_path, options.page_size)?
         };
-        if catalog.pages_after_checkpoint() {
-            return Err(Error::UncleanShutdown {
-                dir,
-                checkpoint_lsn: catalog.flushed_lsn(),
-            });
-        }
         let page_size = catalog.page_size();
         let capacity = options.buffer_pool_bytes / page_size.bytes();
         if capacity < 16 {
@@ -128,10 +134,18 @@ impl Engine {
                 options.old_blocks_pct
             )));
         }
-        let log = Arc::new(PlaceholderLog::new(catalog.flushed_lsn()));
+        let (log, recovery) = open_log(&*fs, &dir, &catalog, &options)?;
+        let points = barracuda_redo::flushing::FlushPoints::for_log(
+            log.capacity(),
+            page_size.bytes() as u64,
+            0,
+        )
+        .map_err(|e| Error::InvalidOption(e.to_string()))?;
+        let log = Arc::new(RedoSink::new(log, page_size));
         let catalog = Arc::new(Mutex::new(catalog));
         let spaces = Arc::new(SpaceRegistry::new(log.clone(), catalog.clone()));
         let config = PoolConfig::new(page_size)
+            .capture_before_images(true)
             .capacity_pages(capacity)
             .lru_scan_depth(options.lru_scan_depth)
             .old_blocks_pct(options.old_blocks_pct)
@@ -146,7 +160,7 @@ impl Engine {
         let alloc = Arc::new(SpaceAllocator::new(
             pool.clone(),
             spaces.clone(),
-            sink.clone(),
+            log.clone(),
         ));
         let ctx = TreeContext::new(pool.clone(), alloc, sink);
 
@@ -197,7 +211,8 @@ impl Engine {
                 )),
             );
         }
-        Ok(Self {
+        let flush_settings = options.flush_settings.clone();
+        let engine = Self {
             inner: Arc::new(EngineInner {
                 serial,
                 dir,
@@ -206,6 +221,10 @@ impl Engine {
                 pool,
                 spaces,
                 log,
+                recovery,
+                checkpoint_lock: Mutex::new(()),
+                flushing: Arc::new(Flushing::new(points, flush_settings)),
+                cleaner: Mutex::new(None),
                 ctx,
                 catalog,
                 tables: RwLock::new(tables),
@@ -215,7 +234,10 @@ impl Engine {
                 closed: AtomicBool::new(false),
                 _lock_file: lock_file,
             }),
-        })
+        };
+        let cleaner = page_cleaner::spawn(&engine.inner)?;
+        *engine.inner.cleaner.lock() = Some(cleaner);
+        Ok(engine)
     }
 
     /// The database directory.
@@ -382,13 +404,16 @@ impl Engine {
         Ok(Range::new(table.name().to_owned(), tree.range(range)))
     }
 
-    /// Writes every dirty page and syncs every file: after it returns, all committed data is on
-    /// disk (InnoDB: a sharp checkpoint).
+    /// Writes every dirty page, syncs every file and moves the redo log's checkpoint to its
+    /// end (InnoDB: a sharp checkpoint): a recovery right after it has nothing to replay. Not
+    /// needed for durability (the redo log gives that at commit); the page cleaner moves the
+    /// checkpoint in the background.
     ///
     /// A failed page write leaves the page dirty for the next checkpoint to retry. A failed
     /// `fsync` turns the engine read-only ([`Error::ReadOnly`]): after it, the kernel may have
     /// dropped the unwritten data while a retried `fsync` reports success (PostgreSQL's
-    /// "fsyncgate"), so nothing written since the last checkpoint can be trusted.
+    /// "fsyncgate"), so nothing written since the last checkpoint can be trusted; the next open
+    /// recovers from the redo log.
     pub fn checkpoint(&self) -> Result<()> {
         let _commits = self.inner.commit_lock.lock();
         self.inner.checkpoint()
@@ -397,15 +422,18 @@ impl Engine {
     /// Checkpoints and closes the database, releasing its lock.
     ///
     /// A read-only engine (after a failed commit, a failed `fsync` or a half-done change) writes
-    /// nothing: it returns [`Error::ReadOnly`], and the changes committed since the last
-    /// checkpoint are lost. Until the redo log lands, durability is the checkpoint's.
+    /// nothing: it returns [`Error::ReadOnly`], and the next open recovers what was committed
+    /// (and made durable) from the redo log, as after a crash.
     pub fn close(self) -> Result<()> {
-        let result = match self.read_only_reason() {
-            Some(why) => Err(Error::ReadOnly(format!(
-                "{why}; nothing was written at close, so changes committed since the last \
-                 checkpoint are lost"
-            ))),
-            None => self.checkpoint(),
+        self.inner.stop_cleaner();
+        let result = if let Some(why) = self.read_only_reason() {
+            Err(Error::ReadOnly(format!(
+                "{why}; nothing was written at close: the next open recovers the committed \
+                 transactions from the redo log"
+            )))
+        } else {
+            let _commits = self.inner.commit_lock.lock();
+            self.inner.shut_down_cleanly()
         };
         self.inner.closed.store(true, Ordering::Release);
         self.inner.pool.shutdown();
@@ -436,10 +464,29 @@ impl Engine {
             .collect();
         table_status.sort_by(|a, b| a.name.cmp(&b.name));
         let c = &self.inner.counters;
+        let log = self.inner.log.log();
+        let log_stats = log.stats();
         EngineStatus {
             page_size: self.inner.page_size,
             pool: self.inner.pool.stats(),
-            current_lsn: self.inner.log.current_lsn(),
+            current_lsn: log.current_lsn(),
+            redo: RedoStatus {
+                flushed_lsn: log.flushed_lsn(),
+                checkpoint_lsn: log.checkpoint_lsn(),
+                checkpoint_age: log.checkpoint_age(),
+                modified_age: self
+                    .inner
+                    .pool
+                    .oldest_modification()
+                    .map_or(0, |oldest| log.current_lsn().saturating_sub(oldest)),
+                capacity: log.capacity(),
+                record_bytes: self.inner.log.record_bytes(),
+                appends: log_stats.appends,
+                writes: log_stats.writes,
+                fsyncs: log_stats.fsyncs,
+            },
+            flushing: self.inner.flushing.status(),
+            recovery: self.inner.recovery,
             oldest_modification_lsn: self.inner.pool.oldest_modification(),
             rows_read: c.rows_read.load(Ordering::Relaxed),
             rows_written: c.rows_written.load(Ordering::Relaxed),
@@ -450,6 +497,22 @@ impl Engine {
             read_only: self.inner.read_only_reason(),
             tables: table_status,
         }
+    }
+
+    /// Changes the page cleaner's settings while the engine runs (InnoDB: `SET GLOBAL
+    /// innodb_io_capacity`, `innodb_adaptive_flushing`, …); the next round uses them.
+    pub fn set_flush_settings(&self, settings: barracuda_redo::flushing::FlushSettings) {
+        self.inner.flushing.set_settings(settings);
+    }
+
+    /// The page cleaner's settings in force.
+    pub fn flush_settings(&self) -> barracuda_redo::flushing::FlushSettings {
+        self.inner.flushing.settings()
+    }
+
+    /// Switches the controller that decides how many pages the page cleaner writes per second.
+    pub fn set_flush_controller(&self, kind: FlushControllerKind) {
+        self.inner.flushing.set_controller(kind);
     }
 
     /// Switches the free-page policy while the engine runs (Percona:
@@ -531,23 +594,75 @@ impl EngineInner {
             .or_else(|| self.pool.writes_stopped())
     }
 
-    /// The checkpoint itself; the caller keeps commits out (or is the last owner, at drop).
+    /// A sharp checkpoint: writes every dirty page, then checkpoints. The caller keeps commits
+    /// out (or is the last owner, at drop), so no commit unit is open and every page can be
+    /// written.
     fn checkpoint(&self) -> Result<()> {
         if let Some(why) = self.read_only_reason() {
             return Err(Error::ReadOnly(why));
         }
         self.pool.flush_all()?;
+        self.fuzzy_checkpoint()
+    }
+
+    /// A fuzzy checkpoint (InnoDB: `log_checkpoint`): moves the log's checkpoint to the oldest
+    /// change not yet on disk, without writing pages. Syncs the tablespaces first (the pages
+    /// written before the checkpoint must be durable before the log behind it may be reused),
+    /// then makes the log durable up to the checkpoint and records it in a checkpoint slot.
+    pub(crate) fn fuzzy_checkpoint(&self) -> Result<()> {
+        let _one_at_a_time = self.checkpoint_lock.lock();
+        if let Some(why) = self.read_only_reason() {
+            return Err(Error::ReadOnly(why));
+        }
+        let limit = self
+            .log
+            .checkpoint_limit(|| self.pool.oldest_modification());
+        let log = self.log.log();
+        if limit <= log.checkpoint_lsn() {
+            return Ok(());
+        }
         for space in self.spaces.all() {
             if let Err(err) = space.sync() {
                 self.poison(format!("fsync of {} failed: {err}", space.path().display()));
                 return Err(err);
             }
         }
-        // InnoDB: FIL_PAGE_FILE_FLUSH_LSN. The next open starts its LSNs here.
-        let lsn = self.log.current_lsn();
-        self.spaces.record_checkpoint(lsn)?;
+        let written = log
+            .wait_durable(limit)
+            .and_then(|()| log.write_checkpoint(limit));
+        if let Err(err) = written {
+            self.poison(format!("the redo log failed: {err}"));
+            return Err(err.into());
+        }
         self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The end of a clean shutdown: after a sharp checkpoint, syncs the log and records in the
+    /// catalog that no page was written after it (so a missing log is then harmless).
+    fn shut_down_cleanly(&self) -> Result<()> {
+        self.checkpoint()?;
+        self.log.log().sync()?;
+        self.spaces.record_checkpoint(self.log.current_lsn())
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // Before the engine itself goes: the cleaner holds it between rounds.
+        self.inner.stop_cleaner();
+    }
+}
+
+impl EngineInner {
+    /// Stops the page cleaner thread and waits for it (idempotent).
+    fn stop_cleaner(&self) {
+        self.flushing.request_stop();
+        if let Some(handle) = self.cleaner.lock().take() {
+            if handle.join().is_err() {
+                tracing::error!("the page cleaner thread panicked");
+            }
+        }
     }
 }
 
@@ -561,7 +676,7 @@ impl Drop for EngineInner {
                     tracing::error!(%why, "engine dropped read-only: nothing written");
                 }
                 None => {
-                    if let Err(err) = self.checkpoint() {
+                    if let Err(err) = self.shut_down_cleanly() {
                         tracing::error!(%err, "checkpoint at drop failed");
                     }
                 }
@@ -569,6 +684,57 @@ impl Drop for EngineInner {
             self.pool.shutdown();
         }
     }
+}
+
+/// Opens the redo log of the database in `dir`, replaying it onto the tablespaces first
+/// (crash recovery), or creates it for a new database (or one shut down cleanly by a version
+/// without a redo log).
+fn open_log(
+    fs: &dyn barracuda_io::FileSystem,
+    dir: &Path,
+    catalog: &Catalog,
+    options: &EngineOptions,
+) -> Result<(RedoLog, Option<RecoveryReport>)> {
+    let page_size = catalog.page_size();
+    let durability = options.durability.of_log();
+    if fs.exists(&log_path(dir))? {
+        let mut paths: HashMap<SpaceId, PathBuf> = HashMap::new();
+        for entry in catalog.entries.values() {
+            let path = table_path(dir, &entry.name).ok_or_else(|| Error::Corrupt {
+                file: dir.join(SYSTEM_FILE),
+                what: format!("table name {:?} is not {TABLE_NAME_RULE}", entry.name),
+            })?;
+            paths.insert(entry.space_id, path);
+        }
+        // Recovery's batches are bounded like InnoDB's (a share of the buffer pool).
+        let batch_bytes = (options.buffer_pool_bytes / 4).max(1 << 20);
+        let (log, report) = recover(fs, dir, &paths, page_size, durability, batch_bytes)?;
+        return Ok((log, Some(report)));
+    }
+    if catalog.pages_after_checkpoint() {
+        return Err(Error::UncleanShutdown {
+            dir: dir.to_owned(),
+            checkpoint_lsn: catalog.flushed_lsn(),
+        });
+    }
+    // Pages carry LSNs up to the catalog's flushed LSN (a clean shutdown recorded it): the new
+    // log starts above them, so its records are never mistaken for older than a page.
+    let start_lsn = catalog.flushed_lsn().max(DEFAULT_START_LSN) + 1;
+    let capacity = options.resolved_redo_capacity();
+    // The log buffer: InnoDB's 1 MiB default, smaller for a small log (at most an eighth of it,
+    // so that a full buffer never holds the checkpoint back by much).
+    let buffer_bytes = u32::try_from((capacity / 8).min(1 << 20) & !4095).unwrap_or(1 << 20);
+    let log = RedoLog::create(
+        fs,
+        dir,
+        &RedoOptions {
+            capacity,
+            buffer_bytes,
+            start_lsn,
+            durability,
+        },
+    )?;
+    Ok((log, None))
 }
 
 fn lock_dir(dir: &Path) -> Result<File> {

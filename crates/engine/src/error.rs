@@ -166,9 +166,28 @@ pub enum Error {
     /// last checkpoint is not written; reopen the database to continue from that checkpoint.
     #[error("the engine is read-only: {0}")]
     ReadOnly(String),
-    /// The database was not shut down cleanly: pages were written after its last checkpoint.
-    /// Without a redo log (the next version's) such pages may mix old and new states that
-    /// nothing can reconcile, so the database is not opened rather than served possibly torn.
+    /// A transaction too large for this engine's limits: until transactions have undo logs,
+    /// every page a commit changes must stay in the buffer pool, and all its redo in the log,
+    /// until the commit is complete. Refused before anything is applied when its size says so
+    /// up front (the engine stays writable); found part-way, it turns the engine read-only (the
+    /// next open recovers without the transaction).
+    #[error("transaction too large: {what}")]
+    TransactionTooLarge {
+        /// Which limit, with the figures.
+        what: String,
+    },
+    /// The redo log failed (a write or sync error makes it refuse everything after; a
+    /// transaction too large for the log's capacity), or refused an operation.
+    #[error("redo log: {source}")]
+    #[non_exhaustive]
+    Redo {
+        /// The redo log's error.
+        source: Box<dyn StdError + Send + Sync>,
+    },
+    /// The database was not shut down cleanly (pages were written after its last checkpoint)
+    /// and its redo log is missing (deleted, or a database of a version before the redo log):
+    /// its pages may mix old and new states that nothing can reconcile, so the database is not
+    /// opened rather than served possibly torn.
     #[error(
         "{dir}: not shut down cleanly: table pages were written after the last checkpoint \
          (LSN {checkpoint_lsn}) and there is no redo log to make them consistent; restore \
@@ -404,12 +423,31 @@ impl From<IoError> for Error {
     }
 }
 
+impl From<barracuda_redo::RedoError> for Error {
+    fn from(err: barracuda_redo::RedoError) -> Self {
+        use barracuda_redo::RedoError;
+        match err {
+            RedoError::Io(io) => Self::from(io),
+            RedoError::Corrupt { path, offset, what } => Self::Corrupt {
+                file: path,
+                what: format!("at offset {offset}: {what}"),
+            },
+            other => Self::Redo {
+                source: Box::new(other),
+            },
+        }
+    }
+}
+
 impl From<PoolError> for Error {
     fn from(err: PoolError) -> Self {
         match err {
             // Both mean memory holds a change that must not be built on or written: to a
             // caller that is the engine being read-only, with the reason.
             PoolError::WritesStopped { reason } => Self::ReadOnly(reason),
+            held @ PoolError::HeldByOpenUnit { .. } => Self::TransactionTooLarge {
+                what: held.to_string(),
+            },
             PoolError::PoisonedPage { page } => Self::ReadOnly(format!(
                 "{page} was left half-changed by a failed mini-transaction"
             )),

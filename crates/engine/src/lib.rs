@@ -5,9 +5,12 @@
 //! one buffer pool (LRU with midpoint insertion, flush list, switchable free-page policies,
 //! read-ahead), and every page change happens inside a mini-transaction.
 //!
-//! Durability in this version: committed data reaches disk at [`Engine::checkpoint`] and
-//! [`Engine::close`] (and when an `Engine` is dropped). The redo log that makes every commit
-//! durable is the next step; the mini-transaction seam it plugs into is already in place.
+//! Durability: every page change is redo-logged (`redo/ib_redo0`) before the page can reach
+//! disk, a transaction's changes form one commit unit of the log (after a crash it is wholly
+//! present or wholly absent), and [`Durability`] says whether `commit` waits for the log's
+//! sync (shared by concurrent commits: group commit). Opening a database after a crash replays
+//! the log from its last checkpoint; a page cleaner thread flushes dirty pages and moves the
+//! checkpoint as InnoDB's adaptive flushing does.
 //!
 //! ```
 //! use barracuda::{Engine, EngineOptions, FreePagePolicy, TableOptions};
@@ -36,6 +39,9 @@ pub mod fuzzing;
 pub mod inspect;
 mod layout;
 mod options;
+mod page_cleaner;
+mod recovery;
+mod redo_sink;
 mod status;
 mod store;
 mod table;
@@ -46,9 +52,13 @@ pub use barracuda_btree::TreeStats;
 pub use barracuda_buffer_pool::{FreePagePolicy, PoolStats};
 pub use barracuda_io::Backend as IoBackend;
 pub use barracuda_page::PageSize;
+pub use barracuda_redo::flushing::FlushSettings;
+pub use barracuda_redo::log_path as redo_log_path;
 pub use engine::Engine;
 pub use error::{Error, IoErrorKind, Result};
 pub use options::{Durability, EngineOptions, PageCompression, RowFormat, TableOptions};
-pub use status::{EngineStatus, TableStatus};
+pub use page_cleaner::{FlushControllerKind, FlushStatus};
+pub use recovery::RecoveryReport;
+pub use status::{EngineStatus, RedoStatus, TableStatus};
 pub use table::{Range, Table};
 pub use txn::Transaction;

@@ -7,29 +7,39 @@ use std::time::Duration;
 use barracuda_buffer_pool::FreePagePolicy;
 use barracuda_io::{FileSystem, OsFileSystem};
 use barracuda_page::PageSize;
+use barracuda_redo::flushing::FlushSettings;
 
 use crate::error::{Error, Result};
 
-/// When a committed transaction is durable (InnoDB: `innodb_flush_log_at_trx_commit`).
+/// When a committed transaction is durable (InnoDB: `innodb_flush_log_at_trx_commit`): when
+/// [`Transaction::commit`](crate::Transaction::commit) returns, its redo is synced
+/// (`SyncEachCommit`), written to the OS (`SyncEverySecond`: survives a process crash, a power
+/// loss may lose about the last second), or only in the log buffer (`Background`: a process
+/// crash may lose about the last second). In every mode a crash loses whole transactions, never
+/// part of one.
 ///
-/// **Takes effect with the redo log**, which this version does not have yet. Until then every
-/// setting behaves the same: a commit is durable only once a later [`Engine::checkpoint`] or
-/// [`Engine::close`] (or dropping the `Engine`, best effort) has written and synced it; a crash
-/// before that loses it. The setting is accepted now so that programs written against this
-/// version keep their meaning when the redo log lands.
-///
-/// [`Engine::checkpoint`]: crate::Engine::checkpoint
-/// [`Engine::close`]: crate::Engine::close
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Durability {
-    /// Sync the log at every commit (InnoDB `=1`). Default.
+    /// Sync the log at every commit (InnoDB `=1`); concurrent commits share one sync (group
+    /// commit). Default.
     #[default]
     SyncEachCommit,
     /// Write the log at every commit, sync it once a second (InnoDB `=2`).
     SyncEverySecond,
     /// Leave writing and syncing to the background (InnoDB `=0`).
     Background,
+}
+
+impl Durability {
+    /// The redo log's mode for this setting.
+    pub(crate) fn of_log(self) -> barracuda_redo::Durability {
+        match self {
+            Self::SyncEachCommit => barracuda_redo::Durability::Sync,
+            Self::SyncEverySecond => barracuda_redo::Durability::Async,
+            Self::Background => barracuda_redo::Durability::None,
+        }
+    }
 }
 
 /// Options of [`Engine::open`](crate::Engine::open). By-value builder.
@@ -44,6 +54,8 @@ pub struct EngineOptions {
     pub(crate) read_ahead_threshold: Option<u32>,
     pub(crate) random_read_ahead: bool,
     pub(crate) durability: Durability,
+    pub(crate) redo_log_capacity: Option<u64>,
+    pub(crate) flush_settings: FlushSettings,
     pub(crate) create_if_missing: bool,
     pub(crate) io_backend: barracuda_io::Backend,
     pub(crate) file_system: Option<Arc<dyn FileSystem>>,
@@ -61,6 +73,8 @@ impl Default for EngineOptions {
             read_ahead_threshold: Some(56),
             random_read_ahead: false,
             durability: Durability::SyncEachCommit,
+            redo_log_capacity: None,
+            flush_settings: FlushSettings::default(),
             create_if_missing: true,
             io_backend: barracuda_io::Backend::Std,
             file_system: None,
@@ -136,6 +150,37 @@ impl EngineOptions {
     pub fn durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
         self
+    }
+
+    /// Bytes of redo log a *new* database gets (InnoDB: `innodb_redo_log_capacity`): the
+    /// most redo that may separate the checkpoint from the newest change, so the most a
+    /// recovery replays. Preallocated (written with zeros) when the database is created, so log
+    /// syncs never change the file's size. Rounded down to 4 KiB; at least 1 MiB. Default: the
+    /// buffer pool's size, between 16 MiB and 1 GiB (a log much larger than the pool gains
+    /// little: the checkpoint cannot lag behind more changes than the pool holds dirty pages
+    /// for). An existing database keeps its log's capacity.
+    #[must_use]
+    pub fn redo_log_capacity(mut self, bytes: u64) -> Self {
+        self.redo_log_capacity = Some(bytes);
+        self
+    }
+
+    /// The page cleaner's settings at start (InnoDB: `innodb_io_capacity`,
+    /// `innodb_io_capacity_max`, `innodb_adaptive_flushing`, `innodb_adaptive_flushing_lwm`,
+    /// `innodb_flushing_avg_loops`, `innodb_max_dirty_pages_pct[_lwm]`); change them at run
+    /// time with [`Engine::set_flush_settings`](crate::Engine::set_flush_settings).
+    #[must_use]
+    pub fn flush_settings(mut self, settings: FlushSettings) -> Self {
+        self.flush_settings = settings;
+        self
+    }
+
+    /// The redo log capacity to create a new database with.
+    pub(crate) fn resolved_redo_capacity(&self) -> u64 {
+        let bytes = self
+            .redo_log_capacity
+            .unwrap_or_else(|| (self.buffer_pool_bytes as u64).clamp(16 << 20, 1 << 30));
+        bytes.max(1 << 20) & !4095
     }
 
     /// Create the database when `dir` holds none. Default = true.

@@ -6,6 +6,8 @@ use barracuda_buffer_pool::PoolStats;
 use barracuda_page::PageSize;
 
 use crate::options::TableOptions;
+use crate::page_cleaner::FlushStatus;
+use crate::recovery::RecoveryReport;
 
 /// A snapshot of the engine's state. Later versions add fields (so it cannot be built or
 /// destructured exhaustively outside this crate).
@@ -17,8 +19,15 @@ pub struct EngineStatus {
     /// Buffer pool counters, list lengths and the run-time settings in force (free-page policy,
     /// LRU scan depth, old blocks pct and time, read-ahead).
     pub pool: PoolStats,
-    /// The newest LSN handed out (a placeholder counter until the redo log lands).
+    /// The newest LSN: where the next redo record will be appended.
     pub current_lsn: u64,
+    /// The redo log: LSNs, checkpoint age, bytes and syncs.
+    pub redo: RedoStatus,
+    /// The page cleaner and synchronous flushes.
+    pub flushing: FlushStatus,
+    /// What recovery did when the engine opened (`None` for a new database, or one created
+    /// with a log this session).
+    pub recovery: Option<RecoveryReport>,
     /// The oldest modification LSN among dirty pages (what a checkpoint would reach), if any.
     pub oldest_modification_lsn: Option<u64>,
     /// Rows returned by point reads (InnoDB: `Innodb_rows_read`, point reads only).
@@ -37,6 +46,31 @@ pub struct EngineStatus {
     pub read_only: Option<String>,
     /// Every table.
     pub tables: Vec<TableStatus>,
+}
+
+/// The redo log's state. Later versions add fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RedoStatus {
+    /// Every commit unit ending at or below this LSN is synced.
+    pub flushed_lsn: u64,
+    /// The newest checkpoint: recovery would start here.
+    pub checkpoint_lsn: u64,
+    /// `current_lsn − checkpoint_lsn`: the log recovery would replay now.
+    pub checkpoint_age: u64,
+    /// `current_lsn −` the oldest modification of the dirty pages (0 when none is dirty): what
+    /// adaptive flushing keeps below the log's async point.
+    pub modified_age: u64,
+    /// Bytes of the circular log.
+    pub capacity: u64,
+    /// Bytes of redo records appended since open (framing excluded).
+    pub record_bytes: u64,
+    /// Mini-transactions and commit-unit ends appended since open.
+    pub appends: u64,
+    /// Write calls on the log file since open.
+    pub writes: u64,
+    /// `fdatasync` calls on the log file since open.
+    pub fsyncs: u64,
 }
 
 /// One table's line in the status. Later versions add fields.
@@ -66,7 +100,53 @@ impl fmt::Display for EngineStatus {
             Some(lsn) => writeln!(f, "Oldest modification          {lsn}")?,
             None => writeln!(f, "Oldest modification          (no dirty pages)")?,
         }
+        writeln!(f, "Log flushed up to            {}", self.redo.flushed_lsn)?;
+        writeln!(
+            f,
+            "Last checkpoint at           {}",
+            self.redo.checkpoint_lsn
+        )?;
+        writeln!(
+            f,
+            "Checkpoint age               {} of {} bytes (async flush at {}, sync at {})",
+            self.redo.checkpoint_age,
+            self.redo.capacity,
+            self.flushing.points.max_modified_age_async,
+            self.flushing.points.max_modified_age_sync
+        )?;
+        writeln!(
+            f,
+            "Redo: {} record bytes, {} appends, {} writes, {} fsyncs",
+            self.redo.record_bytes, self.redo.appends, self.redo.writes, self.redo.fsyncs
+        )?;
         writeln!(f, "Checkpoints                  {}", self.checkpoints)?;
+        let m = &self.flushing.metrics;
+        writeln!(
+            f,
+            "Page cleaner ({:?}): {} pages/s requested, avg {} pages/s, redo {} bytes/s; \
+             adaptive total {} pages; sync flush waits {} ({} us, {} pages)",
+            self.flushing.controller,
+            m.buffer_flush_n_to_flush_requested,
+            m.buffer_flush_avg_page_rate,
+            m.buffer_flush_lsn_avg_rate,
+            self.flushing.buffer_flush_adaptive_total_pages,
+            self.flushing.sync_flush_waits,
+            self.flushing.sync_flush_wait_us,
+            self.flushing.sync_flush_pages
+        )?;
+        if let Some(r) = &self.recovery {
+            writeln!(
+                f,
+                "Recovered at open: {} bytes of redo from LSN {} in {:?} ({} mtrs, {} pages \
+                 written, {} bytes of an incomplete commit discarded)",
+                r.redo_bytes,
+                r.checkpoint_lsn,
+                r.duration,
+                r.mtrs,
+                r.pages_written,
+                r.discarded_bytes
+            )?;
+        }
         // The pool's Display carries its own section heading.
         write!(f, "{}", self.pool)?;
         writeln!(f, "--------------\nROW OPERATIONS\n--------------")?;

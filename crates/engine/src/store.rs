@@ -5,19 +5,19 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
-use barracuda_btree::PlaceholderLog;
 use barracuda_buffer_pool::{PageStore, StoreError};
-use barracuda_page::{page_lsn, Lsn, PageId, SpaceId};
+use barracuda_page::{Lsn, PageId, SpaceId};
 
 use crate::catalog::Catalog;
 use crate::error::Result;
+use crate::redo_sink::RedoSink;
 use crate::tablespace::Tablespace;
 
 /// Registry of open tablespaces by space id.
 pub(crate) struct SpaceRegistry {
     spaces: RwLock<HashMap<SpaceId, Arc<Tablespace>>>,
-    /// Told the LSN of every page read, so new changes get higher LSNs than what is on disk.
-    log: Arc<PlaceholderLog>,
+    /// The WAL rule and the commit-unit barrier for page writes.
+    log: Arc<RedoSink>,
     catalog: Arc<Mutex<Catalog>>,
     /// Whether the catalog already records that pages were written after the last checkpoint
     /// (see [`FLAG_PAGES_AFTER_CHECKPOINT`](crate::catalog::FLAG_PAGES_AFTER_CHECKPOINT)). Page
@@ -27,7 +27,7 @@ pub(crate) struct SpaceRegistry {
 }
 
 impl SpaceRegistry {
-    pub(crate) fn new(log: Arc<PlaceholderLog>, catalog: Arc<Mutex<Catalog>>) -> Self {
+    pub(crate) fn new(log: Arc<RedoSink>, catalog: Arc<Mutex<Catalog>>) -> Self {
         let recorded = catalog.lock().pages_after_checkpoint();
         Self {
             spaces: RwLock::new(HashMap::new()),
@@ -54,8 +54,9 @@ impl SpaceRegistry {
         }
     }
 
-    /// Records a completed checkpoint at `lsn` in the catalog: every change up to it is on disk
-    /// and no page was written since. The caller has flushed and synced every page.
+    /// Records a clean shutdown at `lsn` in the catalog: every change up to it is on disk and
+    /// no page was written since, so a database whose redo log went missing afterwards is still
+    /// consistent (a new log starts above `lsn`). The caller has flushed and synced every page.
     pub(crate) fn record_checkpoint(&self, lsn: Lsn) -> Result<()> {
         let mut recorded = self.written_after_checkpoint.write();
         self.catalog.lock().record_flushed_lsn(lsn)?;
@@ -94,11 +95,22 @@ impl PageStore for SpaceRegistry {
         let space = self.space(id)?;
         space
             .read_page(id.page_no, buf)
-            .map_err(|e| StoreError::new(id, e))?;
-        if let Some(lsn) = page_lsn(buf) {
-            self.log.observe(lsn);
-        }
-        Ok(())
+            .map_err(|e| StoreError::new(id, e))
+    }
+
+    fn flush_log_up_to(&self, lsn: Lsn) -> std::result::Result<(), StoreError> {
+        self.log
+            .log()
+            .wait_durable(self.log.durable_lsn_for_page(lsn))
+            .map_err(|e| StoreError::new(PageId::new(0, 0), crate::error::Error::from(e)))
+    }
+
+    fn write_barrier(&self) -> Lsn {
+        self.log.write_barrier()
+    }
+
+    fn exempt_from_barrier(&self, id: PageId) -> bool {
+        self.log.exempt_from_barrier(id)
     }
 
     fn write_pages(&self, pages: &[(PageId, &[u8])]) -> std::result::Result<(), StoreError> {

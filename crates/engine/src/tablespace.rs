@@ -159,10 +159,14 @@ impl Tablespace {
         self.size_pages.load(Ordering::Acquire)
     }
 
-    /// Extends the file to `pages` pages (file growth happens an extent at a time).
+    /// Extends the file to `pages` pages (file growth happens an extent at a time) and makes the
+    /// new length durable before returning: the mtr that records the new size in page 0 is
+    /// logged after this, and neither recovery nor the open path ever has to guess a length
+    /// (a file shorter than its header says stays an error, never silently extended).
     pub(crate) fn grow_to(&self, pages: u32) -> Result<()> {
         self.file
             .set_len(u64::from(pages) * self.page_size.bytes() as u64)?;
+        self.file.sync_all()?;
         self.size_pages.fetch_max(pages, Ordering::AcqRel);
         Ok(())
     }

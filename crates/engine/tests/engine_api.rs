@@ -114,7 +114,33 @@ fn large_values_survive_reopen_through_a_tiny_pool() {
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
     {
-        let db = small(dir.path());
+        // One transaction's redo must fit in the log (no undo yet): 64 MiB of value needs a
+        // larger log than a tiny pool's default. A smaller one refuses the commit up front.
+        let small_log = Engine::open(
+            dir.path(),
+            EngineOptions::default()
+                .page_size(PageSize::K4)
+                .buffer_pool_bytes(64 * 4096),
+        )
+        .unwrap();
+        let t = small_log
+            .create_table("blobs", TableOptions::default())
+            .unwrap();
+        let refused = small_log.put(&t, b"huge", &sixty_four_mib).unwrap_err();
+        assert!(
+            matches!(refused, barracuda::Error::TransactionTooLarge { .. }),
+            "{refused}"
+        );
+        small_log.close().unwrap();
+        std::fs::remove_dir_all(dir.path()).unwrap();
+        let db = Engine::open(
+            dir.path(),
+            EngineOptions::default()
+                .page_size(PageSize::K4)
+                .buffer_pool_bytes(64 * 4096)
+                .redo_log_capacity(256 << 20),
+        )
+        .unwrap();
         let t = db.create_table("blobs", TableOptions::default()).unwrap();
         db.put(&t, b"huge", &sixty_four_mib).unwrap();
         db.put(&t, b"mid", &vec![5u8; 100_000]).unwrap();

@@ -429,12 +429,24 @@ impl RedoLog {
     /// Appends `mtr` and returns once it is as durable as the log's [`Durability`] promises.
     pub fn commit(&self, mtr: &[u8]) -> Result<(Lsn, Lsn)> {
         let range = self.append(mtr)?;
-        match self.shared.durability {
-            Durability::Sync => self.shared.write_up_to(range.1, true, true)?,
-            Durability::Async => self.shared.write_up_to(range.1, false, false)?,
-            Durability::None => {}
-        }
+        self.wait_for_commit(range.1)?;
         Ok(range)
+    }
+
+    /// Returns once the log up to `lsn` (the end of a commit's last frame, appended before) is
+    /// as durable as the log's [`Durability`] promises a commit: synced (`Sync`, joining a
+    /// group commit), written to the file (`Async`), or at once (`None`).
+    pub fn wait_for_commit(&self, lsn: Lsn) -> Result<()> {
+        match self.shared.durability {
+            Durability::Sync => self.shared.write_up_to(lsn, true, true),
+            Durability::Async => self.shared.write_up_to(lsn, false, false),
+            Durability::None => Ok(()),
+        }
+    }
+
+    /// The durability the log was opened with.
+    pub fn durability(&self) -> Durability {
+        self.shared.durability
     }
 
     /// Blocks until every mtr ending at or below `lsn` is synced (`flushed_lsn >= lsn`),

@@ -10,9 +10,16 @@ mod legacy;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::time::{Duration, Instant};
 
+use barracuda_page::Lsn;
+
 use crate::inner::{Evictor, Inner};
+use crate::lru::NIL;
 use crate::stats::inc;
 use crate::{FreePagePolicy, PoolError};
+
+/// Iterations of a free-frame wait between checks that the open commit unit holds every frame
+/// (a whole-LRU walk, so not every iteration).
+const HELD_CHECK_EVERY: u32 = 16;
 
 /// State of one request's wait for a free frame.
 pub(crate) struct FreeWait {
@@ -77,8 +84,35 @@ impl Inner {
                 return Ok(f);
             }
             wait.iteration = wait.iteration.saturating_add(1);
+            if wait.iteration.is_multiple_of(HELD_CHECK_EVERY) && self.all_held_by_open_unit() {
+                return Err(PoolError::HeldByOpenUnit {
+                    capacity_pages: self.capacity,
+                });
+            }
             self.check_all_pinned(&mut wait)?;
         }
+    }
+
+    /// Whether no frame can ever be freed while the store's open commit unit stays open: no
+    /// free frame, and every page is dirty behind the write barrier (pinned pages aside, which
+    /// the waiting thread's own operation may hold). Waiting would wait for the caller itself.
+    fn all_held_by_open_unit(&self) -> bool {
+        if self.store.write_barrier() == Lsn::MAX || self.free_len.load(Relaxed) > 0 {
+            return false;
+        }
+        let lists = self.lists.lock();
+        let mut cur = lists.lru.tail();
+        let mut held = 0usize;
+        while cur != NIL {
+            let d = &self.frames.frame(cur).desc;
+            if d.is_dirty() && self.behind_write_barrier(cur) {
+                held += 1;
+            } else if d.pins() == 0 {
+                return false;
+            }
+            cur = lists.lru.prev(cur);
+        }
+        held > 0
     }
 
     /// After the timeout: an error if every page is pinned, else wait another timeout.

@@ -82,12 +82,20 @@ pub(super) fn read_system(path: &Path) -> std::result::Result<SystemInfo, Proble
     let newest = copies.into_iter().max_by_key(|c| c.generation);
     match &newest {
         None => problems.push(reader.problem(None, "no valid catalog copy")),
-        Some(c) if c.flags & catalog::FLAG_PAGES_AFTER_CHECKPOINT != 0 => {
+        // Without its redo log, an unclean shutdown cannot be recovered; with it, opening the
+        // database replays the log (tables may look inconsistent here until then).
+        Some(c)
+            if c.flags & catalog::FLAG_PAGES_AFTER_CHECKPOINT != 0
+                && !path
+                    .parent()
+                    .is_some_and(|dir| barracuda_redo::log_path(dir).exists()) =>
+        {
             problems.push(reader.problem(
                 None,
                 format!(
                     "not shut down cleanly: table pages were written after the last checkpoint \
-                     (LSN {}), so tables may mix old and new pages; the engine refuses to open it",
+                     (LSN {}) and the redo log is missing, so tables may mix old and new pages; \
+                     the engine refuses to open it",
                     c.flushed_lsn
                 ),
             ));

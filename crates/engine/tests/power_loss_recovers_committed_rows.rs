@@ -1,10 +1,13 @@
-//! Until the redo log exists, a database that stopped after writing table pages past its last
-//! checkpoint is refused at open (`Error::UncleanShutdown`) instead of served possibly torn; a
-//! completed checkpoint makes it clean again, and a clean close or drop never leaves it unclean.
+//! A power loss (the fault-injecting file system dropping and tearing every unsynced write) after
+//! table pages were written past the last checkpoint loses no committed row: the next open
+//! replays the redo log. Without the log, the same database is refused at open
+//! (`Error::UncleanShutdown`) instead of served possibly torn; a clean close or drop leaves it
+//! clean, so a missing log is then harmless.
 //!
-//! What would break: a page write that is not preceded by the durable flag (a power loss after
-//! it would reopen silently torn); a checkpoint that clears the flag before its pages are synced;
-//! `Drop` that flushes pages without recording the checkpoint (every later open refused).
+//! What would break: a page written before the log is durable up to its LSN (the WAL rule); a
+//! checkpoint that passes a change not yet on disk; a commit acknowledged before its log sync;
+//! `Drop` that flushes pages without recording a clean shutdown (a later open without the log
+//! refused).
 #![expect(
     clippy::unwrap_used,
     reason = "shared helpers called from #[test] fns; allow-unwrap-in-tests covers only the fns"
@@ -12,7 +15,7 @@
 
 use std::sync::Arc;
 
-use barracuda::fs::FaultyFileSystem;
+use barracuda::fs::{FaultyFileSystem, FileSystem};
 use barracuda::{Engine, EngineOptions, Error, PageSize, TableOptions};
 
 fn options(fs: &FaultyFileSystem) -> EngineOptions {
@@ -36,7 +39,7 @@ fn count(db: &Engine, table: &barracuda::Table) -> usize {
 }
 
 #[test]
-fn a_power_loss_after_pages_were_written_past_the_checkpoint_is_refused_at_open() {
+fn a_power_loss_after_pages_were_written_past_the_checkpoint_loses_no_committed_row() {
     let tmp = tempfile::tempdir().unwrap();
     let fs = FaultyFileSystem::new();
     let db = Engine::open(tmp.path(), options(&fs)).unwrap();
@@ -44,6 +47,29 @@ fn a_power_loss_after_pages_were_written_past_the_checkpoint_is_refused_at_open(
     fill(&db, &t, 0);
     fs.crash().unwrap();
     drop(db); // its files died with the crash: the drop's checkpoint cannot write
+
+    let db = Engine::open(tmp.path(), options(&fs)).unwrap();
+    let recovery = db.status().recovery.expect("the open recovered");
+    assert!(
+        recovery.redo_bytes > 0 && recovery.pages_written > 0,
+        "{recovery:?}"
+    );
+    let t = db.table("t").unwrap();
+    db.check_table(&t).unwrap();
+    assert_eq!(count(&db, &t), 3000);
+    db.close().unwrap();
+}
+
+#[test]
+fn without_its_redo_log_a_power_loss_is_refused_at_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = FaultyFileSystem::new();
+    let db = Engine::open(tmp.path(), options(&fs)).unwrap();
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    fill(&db, &t, 0);
+    fs.crash().unwrap();
+    drop(db);
+    fs.remove(&barracuda::redo_log_path(tmp.path())).unwrap();
 
     let err = Engine::open(tmp.path(), options(&fs))
         .err()

@@ -1,0 +1,253 @@
+//! The engine's [`LogSink`]: turns each mini-transaction into redo records (the difference
+//! between each changed page's before-image and its image at commit), appends them to the
+//! [`RedoLog`], groups a transaction's mtrs into one commit unit, and knows the LSN below which a
+//! checkpoint is safe.
+//!
+//! Three invariants live here:
+//! - **Commit units.** While a unit is open (a transaction being applied under the engine's
+//!   commit lock), every mtr is appended as a part of it, and [`write_barrier`] is the unit's
+//!   start: the pool writes no page holding a change of the open unit, so a crash before the
+//!   unit's last frame leaves neither its log (recovery discards incomplete units) nor its pages.
+//! - **WAL for units.** A page may hold changes of a closed unit whose last frame is past the
+//!   page's newest LSN; [`durable_lsn_for_page`] extends the WAL target to the end of the last
+//!   closed unit, so a page never reaches disk before the frame that makes its unit complete.
+//! - **Flush order.** An mtr gets its LSN range under `in_flight` and stays registered there
+//!   until its pages are on the flush list ([`LogSink::mtr_closed`]); [`checkpoint_limit`] reads
+//!   the log's end and the oldest registered start under the same lock, so a checkpoint never
+//!   passes an mtr whose pages are not yet on the flush list (InnoDB: `flush_order_mutex`,
+//!   later `recent_closed`).
+//!
+//! [`write_barrier`]: RedoSink::write_barrier
+//! [`durable_lsn_for_page`]: RedoSink::durable_lsn_for_page
+//! [`checkpoint_limit`]: RedoSink::checkpoint_limit
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use barracuda_btree::{BTreeError, LogSink, LsnRange, MtrSummary};
+use barracuda_page::{Lsn, PageId, PageSize};
+use barracuda_redo::record::MtrWriter;
+use barracuda_redo::RedoLog;
+
+/// The payload of the frame that closes a commit unit: one OPTION record (changes no page) on
+/// page 0 of space 0, tagged so that a reader of the log can tell what it is.
+const UNIT_END_TAG: &[u8] = b"commit";
+
+/// The redo log as the B-tree's log sink.
+pub(crate) struct RedoSink {
+    log: RedoLog,
+    page_size: PageSize,
+    /// A zero page: the before-image of a created page.
+    zeros: Box<[u8]>,
+    /// Start LSNs of mtrs that have their range but whose pages are not all on the flush list
+    /// yet (a multiset: value = count). Appends happen under this lock.
+    in_flight: Mutex<BTreeMap<Lsn, u32>>,
+    /// The open unit, if any.
+    unit: Mutex<Option<OpenUnit>>,
+    /// The open unit's start, `Lsn::MAX` when none is open (read by page writers).
+    barrier: AtomicU64,
+    /// The end of the last closed unit (or lone mtr).
+    last_unit_end: AtomicU64,
+    /// Pages the open unit allocated that were free when it began: they may be written before
+    /// the unit completes (if it never does, they are free again and their bytes irrelevant).
+    /// Pages the unit freed are kept out, so a page freed and reallocated by the unit keeps its
+    /// old contents on disk until the unit is complete.
+    stealable: Mutex<(HashSet<PageId>, HashSet<PageId>)>,
+    /// Bytes of redo records (frames excluded) appended.
+    record_bytes: AtomicU64,
+}
+
+/// A commit unit being appended.
+struct OpenUnit {
+    /// Mtrs appended in it so far.
+    mtrs: u64,
+}
+
+impl RedoSink {
+    pub(crate) fn new(log: RedoLog, page_size: PageSize) -> Self {
+        let end = log.current_lsn();
+        Self {
+            log,
+            page_size,
+            zeros: vec![0u8; page_size.bytes()].into_boxed_slice(),
+            in_flight: Mutex::new(BTreeMap::new()),
+            unit: Mutex::new(None),
+            barrier: AtomicU64::new(Lsn::MAX),
+            last_unit_end: AtomicU64::new(end),
+            stealable: Mutex::new((HashSet::new(), HashSet::new())),
+            record_bytes: AtomicU64::new(0),
+        }
+    }
+
+    /// The log.
+    pub(crate) fn log(&self) -> &RedoLog {
+        &self.log
+    }
+
+    /// Bytes of redo records appended since open (the payload of frames, frames excluded).
+    pub(crate) fn record_bytes(&self) -> u64 {
+        self.record_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Opens a commit unit: every mtr until [`end_unit`](Self::end_unit) belongs to it. The
+    /// caller (a transaction's commit, under the engine's commit lock) makes sure no other mtr
+    /// runs meanwhile.
+    pub(crate) fn begin_unit(&self) {
+        let mut unit = self.unit.lock();
+        debug_assert!(unit.is_none(), "commit units do not nest");
+        // Under `in_flight`, so no append slips between reading the end and raising the barrier.
+        let _appends = self.in_flight.lock();
+        self.barrier.store(self.log.current_lsn(), Ordering::SeqCst);
+        *unit = Some(OpenUnit { mtrs: 0 });
+        let mut sets = self.stealable.lock();
+        sets.0.clear();
+        sets.1.clear();
+    }
+
+    /// Closes the open unit with its last frame and returns the LSN a commit must wait for
+    /// (`None` when the unit logged nothing). Pages holding its changes may be written after
+    /// this, once the log is durable past the frame.
+    pub(crate) fn end_unit(&self) -> Result<Option<Lsn>, barracuda_redo::RedoError> {
+        let mut unit = self.unit.lock();
+        let Some(open) = unit.take() else {
+            return Ok(None);
+        };
+        if open.mtrs == 0 {
+            self.barrier.store(Lsn::MAX, Ordering::SeqCst);
+            return Ok(None);
+        }
+        let mut w = MtrWriter::new(self.page_size);
+        w.option(PageId::new(0, 0), UNIT_END_TAG)
+            .map_err(|e| barracuda_redo::RedoError::BadOptions(e.to_string()))?;
+        let bytes = w.finish();
+        let (_, end) = {
+            let _appends = self.in_flight.lock();
+            self.log.append_to_unit(&bytes, false)?
+        };
+        self.record_bytes
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        // The end first: a page writer that sees the barrier lifted must also see how far the
+        // log must be durable.
+        self.last_unit_end.fetch_max(end, Ordering::SeqCst);
+        self.barrier.store(Lsn::MAX, Ordering::SeqCst);
+        let mut sets = self.stealable.lock();
+        sets.0.clear();
+        sets.1.clear();
+        Ok(Some(end))
+    }
+
+    /// Notes that `page` was allocated (its bit set) by the mtr about to commit.
+    pub(crate) fn page_allocated(&self, page: PageId) {
+        if self.unit.lock().is_some() {
+            let mut sets = self.stealable.lock();
+            let (allocated, freed) = &mut *sets;
+            if !freed.contains(&page) {
+                allocated.insert(page);
+            }
+        }
+    }
+
+    /// Notes that `page` was freed by the mtr about to commit.
+    pub(crate) fn page_freed(&self, page: PageId) {
+        if self.unit.lock().is_some() {
+            self.stealable.lock().1.insert(page);
+        }
+    }
+
+    /// See [`PageStore::exempt_from_barrier`](barracuda_buffer_pool::PageStore::exempt_from_barrier).
+    pub(crate) fn exempt_from_barrier(&self, page: PageId) -> bool {
+        self.stealable.lock().0.contains(&page)
+    }
+
+    /// See [`PageStore::write_barrier`](barracuda_buffer_pool::PageStore::write_barrier).
+    pub(crate) fn write_barrier(&self) -> Lsn {
+        self.barrier.load(Ordering::SeqCst)
+    }
+
+    /// The LSN the log must be durable up to before a page whose newest change is `newest` is
+    /// written: `newest`, or the end of the unit it belongs to. Units close in LSN order, so the
+    /// end of the last closed unit covers every closed unit.
+    pub(crate) fn durable_lsn_for_page(&self, newest: Lsn) -> Lsn {
+        newest.max(self.last_unit_end.load(Ordering::SeqCst))
+    }
+
+    /// The highest LSN a checkpoint may be written at, given the oldest modification of the
+    /// flush list read by `oldest` *after* this reads the log's end and the in-flight mtrs.
+    pub(crate) fn checkpoint_limit(&self, oldest: impl FnOnce() -> Option<Lsn>) -> Lsn {
+        let (end, in_flight) = {
+            let registered = self.in_flight.lock();
+            (self.log.current_lsn(), registered.keys().next().copied())
+        };
+        // Read after: every mtr that had its LSN when `end` was read is now either registered
+        // above or has its pages on the flush list.
+        let oldest = oldest();
+        [Some(end), in_flight, oldest]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(end)
+    }
+
+    /// The records of one mtr.
+    fn records(&self, mtr: &MtrSummary<'_>) -> Result<Vec<u8>, BTreeError> {
+        let mut w = MtrWriter::new(self.page_size);
+        let invalid = |e: barracuda_redo::record::RecordError| BTreeError::Log(e.to_string());
+        for page in mtr.pages {
+            if page.created {
+                w.init_page(page.id);
+                w.log_page_diff(page.id, &self.zeros, page.after)
+                    .map_err(invalid)?;
+            } else if let Some(before) = page.before {
+                w.log_page_diff(page.id, before, page.after)
+                    .map_err(invalid)?;
+            }
+        }
+        if w.is_empty() {
+            // Pages taken for change and left as they were: the mtr still needs an LSN range.
+            let first = mtr.pages.first().map_or(PageId::new(0, 0), |p| p.id);
+            w.option(first, &[]).map_err(invalid)?;
+        }
+        Ok(w.finish())
+    }
+}
+
+impl LogSink for RedoSink {
+    fn commit_mtr(&self, mtr: &MtrSummary<'_>) -> Result<LsnRange, BTreeError> {
+        let bytes = self.records(mtr)?;
+        let (start, end) = {
+            let mut unit = self.unit.lock();
+            let mut registered = self.in_flight.lock();
+            let range = self
+                .log
+                .append_to_unit(&bytes, unit.is_some())
+                .map_err(|e| BTreeError::Log(e.to_string()))?;
+            *registered.entry(range.0).or_insert(0) += 1;
+            match unit.as_mut() {
+                Some(open) => open.mtrs += 1,
+                None => {
+                    self.last_unit_end.fetch_max(range.1, Ordering::SeqCst);
+                }
+            }
+            range
+        };
+        self.record_bytes
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok(LsnRange { start, end })
+    }
+
+    fn current_lsn(&self) -> Lsn {
+        self.log.current_lsn()
+    }
+
+    fn mtr_closed(&self, range: LsnRange) {
+        let mut registered = self.in_flight.lock();
+        if let Some(count) = registered.get_mut(&range.start) {
+            *count -= 1;
+            if *count == 0 {
+                registered.remove(&range.start);
+            }
+        }
+    }
+}
