@@ -186,8 +186,8 @@ impl Recovery {
     /// frames before them.
     pub fn finish(self, durability: Durability) -> Result<RedoLog> {
         let end = self.end;
-        let erase = (self.scan_end - end + 2 * u64::from(self.header.buffer_bytes))
-            .min(self.limit - end);
+        let erase =
+            (self.scan_end - end + 2 * u64::from(self.header.buffer_bytes)).min(self.limit - end);
         ring::zero(&*self.file, &self.header, end, erase)?;
         self.file.sync_data()?;
         tracing::info!(path = %self.path.display(), end, "redo scan complete; appending from the end");

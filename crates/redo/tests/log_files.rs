@@ -135,19 +135,32 @@ fn an_incomplete_commit_unit_is_discarded_whole() {
     log.sync().unwrap();
     drop(log);
     let (rec, found) = scan(&fs);
-    assert_eq!(found.iter().map(|m| m.start_lsn).collect::<Vec<_>>(), unit_a);
+    assert_eq!(
+        found.iter().map(|m| m.start_lsn).collect::<Vec<_>>(),
+        unit_a
+    );
     assert_eq!(rec.end_lsn(), b_start);
     assert_eq!(rec.discarded_bytes(), scan_end - b_start);
     let log = rec.finish(Durability::Sync).unwrap();
     let (c, _) = log.commit(&mtr(6, 50)).unwrap();
-    assert_eq!(c, b_start, "the next session appends where the incomplete unit began");
+    assert_eq!(
+        c, b_start,
+        "the next session appends where the incomplete unit began"
+    );
     drop(log);
     fs.crash().unwrap();
     let (rec, found) = scan(&fs);
     let mut expected = unit_a.clone();
     expected.push(c);
-    assert_eq!(found.iter().map(|m| m.start_lsn).collect::<Vec<_>>(), expected);
-    assert_eq!(rec.discarded_bytes(), 0, "a frame of the discarded unit was revived");
+    assert_eq!(
+        found.iter().map(|m| m.start_lsn).collect::<Vec<_>>(),
+        expected
+    );
+    assert_eq!(
+        rec.discarded_bytes(),
+        0,
+        "a frame of the discarded unit was revived"
+    );
 }
 
 #[test]
