@@ -465,8 +465,6 @@ fn run_crash_test(test: &str, default_kills: usize, directories: usize) {
 }
 
 #[test]
-#[ignore = "until the redo log lands: a SIGKILL loses the commits since the last checkpoint, \
-            and pages written since it make the next open refuse with UncleanShutdown"]
 fn sigkill_loses_no_acknowledged_commit_and_shows_no_partial_transaction() {
     run_crash_test(
         "sigkill_loses_no_acknowledged_commit_and_shows_no_partial_transaction",
