@@ -149,10 +149,18 @@ impl RedoSink {
         }
     }
 
-    /// Notes that `page` was freed by the mtr about to commit.
+    /// Notes that `page` was freed by the mtr about to commit. A page the unit itself allocated
+    /// stays stealable (it was free before the unit, whatever happens to it now); only a page
+    /// that was in use before the unit must keep its old contents on disk if the unit later
+    /// reallocates it. (Splits allocate spare pages and free the unused ones, so this case is
+    /// common.)
     pub(crate) fn page_freed(&self, page: PageId) {
         if self.unit.lock().is_some() {
-            self.stealable.lock().1.insert(page);
+            let mut sets = self.stealable.lock();
+            let (allocated, freed) = &mut *sets;
+            if !allocated.contains(&page) {
+                freed.insert(page);
+            }
         }
     }
 

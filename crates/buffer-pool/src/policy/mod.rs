@@ -20,6 +20,8 @@ use crate::{FreePagePolicy, PoolError};
 /// Iterations of a free-frame wait between checks that the open commit unit holds every frame
 /// (a whole-LRU walk, so not every iteration).
 const HELD_CHECK_EVERY: u32 = 16;
+/// Consecutive checks finding every frame held before the wait fails.
+const HELD_CHECKS_TO_FAIL: u32 = 3;
 
 /// State of one request's wait for a free frame.
 pub(crate) struct FreeWait {
@@ -30,6 +32,8 @@ pub(crate) struct FreeWait {
     /// Backoff's safety valve: after a full timeout with unpinned pages present, behave as
     /// Legacy (Percona hangs instead, see INNODB-FACTS §1.5 on small pools).
     pub(crate) backoff_gave_up: bool,
+    /// Consecutive checks that found every frame held by the open commit unit.
+    held_checks: u32,
 }
 
 impl Inner {
@@ -57,6 +61,7 @@ impl Inner {
             iteration: 0,
             deadline: start + self.all_pinned_timeout,
             backoff_gave_up: false,
+            held_checks: 0,
         };
         loop {
             if let Some(f) = self.pop_free() {
@@ -84,10 +89,18 @@ impl Inner {
                 return Ok(f);
             }
             wait.iteration = wait.iteration.saturating_add(1);
-            if wait.iteration.is_multiple_of(HELD_CHECK_EVERY) && self.all_held_by_open_unit() {
-                return Err(PoolError::HeldByOpenUnit {
-                    capacity_pages: self.capacity,
-                });
+            if wait.iteration.is_multiple_of(HELD_CHECK_EVERY) {
+                // Seen on consecutive checks, not once: a batch being written frees frames soon.
+                wait.held_checks = if self.all_held_by_open_unit() {
+                    wait.held_checks + 1
+                } else {
+                    0
+                };
+                if wait.held_checks >= HELD_CHECKS_TO_FAIL {
+                    return Err(PoolError::HeldByOpenUnit {
+                        capacity_pages: self.capacity,
+                    });
+                }
             }
             self.check_all_pinned(&mut wait)?;
         }
@@ -105,6 +118,9 @@ impl Inner {
         let mut held = 0usize;
         while cur != NIL {
             let d = &self.frames.frame(cur).desc;
+            if d.flushing.load(SeqCst) {
+                return false; // being written: its frame may come free
+            }
             if d.is_dirty() && self.behind_write_barrier(cur) {
                 held += 1;
             } else if d.pins() == 0 {
