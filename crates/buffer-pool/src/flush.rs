@@ -180,7 +180,11 @@ impl Inner {
                 self.claim_for_flush(&mut claimed, f);
             }
         }
-        self.write_claimed(claimed, FlushKind::FlushList, true)
+        // X-latched pages are skipped, not waited for: the batch pins every page it claimed,
+        // and a writer holding an X latch may itself be waiting for a free frame — which
+        // under Backoff only eviction of unpinned pages can give it (seen as a 2 s stall and
+        // `AllPagesPinned` once the page cleaner ran batches). The next batch takes them.
+        self.write_claimed(claimed, FlushKind::FlushList, false)
     }
 
     /// Writes every page that is dirty when the call starts (pages dirtied later may stay

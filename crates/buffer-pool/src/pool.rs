@@ -21,9 +21,9 @@ use crate::{
 /// thread, and read-ahead. `Send + Sync`, used as `Arc<BufferPool>`.
 ///
 /// Pages are accessed through guards that pin the page (a pinned page is never evicted) and hold
-/// its latch; dropping the guard releases both. Do not call [`flush_all`](Self::flush_all) or
-/// [`flush_list_batch`](Self::flush_list_batch) while holding an [`ExclusiveGuard`]: they wait
-/// for the S latch of every page they write.
+/// its latch; dropping the guard releases both. Do not call [`flush_all`](Self::flush_all) while
+/// holding an [`ExclusiveGuard`]: it waits for the S latch of every page it writes
+/// ([`flush_list_batch`](Self::flush_list_batch) skips X-latched pages instead).
 pub struct BufferPool {
     inner: Arc<Inner>,
     threads: Mutex<Vec<JoinHandle<()>>>,

@@ -145,7 +145,6 @@ fn legacy_policy() {
 }
 
 #[test]
-#[ignore = "known defect since the redo log: under Backoff a commit on a 48-frame pool waits 2 s for a frame and fails (AllPagesPinned), even in 100-row batches; Legacy and Eager pass. Open in issue 8"]
 fn backoff_policy() {
     run(FreePagePolicy::Backoff, None);
 }
@@ -156,7 +155,6 @@ fn eager_policy() {
 }
 
 #[test]
-#[ignore = "known defect since the redo log: under Backoff a commit on a 48-frame pool waits 2 s for a frame and fails (AllPagesPinned), even in 100-row batches; Legacy and Eager pass. Open in issue 8"]
 fn policy_switched_while_threads_work() {
     run(FreePagePolicy::Backoff, Some(FreePagePolicy::Eager));
     run(FreePagePolicy::Eager, Some(FreePagePolicy::Legacy));
