@@ -34,12 +34,9 @@ fn fill(db: &Engine, table: &barracuda::Table, from: u32) {
     assert!(db.status().pool.pages_written() > 0, "nothing was evicted");
 }
 
-fn count(db: &Engine, table: &barracuda::Table) -> usize {
-    db.range(table, ..).unwrap().count()
-}
-
-#[test]
-fn a_power_loss_after_pages_were_written_past_the_checkpoint_loses_no_committed_row() {
+/// A database with 3000 committed rows, pages written past the checkpoint, then a power loss
+/// (unsynced writes dropped or torn) before any clean shutdown.
+fn fill_then_lose_power() -> (tempfile::TempDir, FaultyFileSystem) {
     let tmp = tempfile::tempdir().unwrap();
     let fs = FaultyFileSystem::new();
     let db = Engine::open(tmp.path(), options(&fs)).unwrap();
@@ -47,6 +44,16 @@ fn a_power_loss_after_pages_were_written_past_the_checkpoint_loses_no_committed_
     fill(&db, &t, 0);
     fs.crash().unwrap();
     drop(db); // its files died with the crash: the drop's checkpoint cannot write
+    (tmp, fs)
+}
+
+fn count(db: &Engine, table: &barracuda::Table) -> usize {
+    db.range(table, ..).unwrap().count()
+}
+
+#[test]
+fn a_power_loss_after_pages_were_written_past_the_checkpoint_loses_no_committed_row() {
+    let (tmp, fs) = fill_then_lose_power();
 
     let db = Engine::open(tmp.path(), options(&fs)).unwrap();
     let recovery = db.status().recovery.expect("the open recovered");
@@ -62,13 +69,7 @@ fn a_power_loss_after_pages_were_written_past_the_checkpoint_loses_no_committed_
 
 #[test]
 fn without_its_redo_log_a_power_loss_is_refused_at_open() {
-    let tmp = tempfile::tempdir().unwrap();
-    let fs = FaultyFileSystem::new();
-    let db = Engine::open(tmp.path(), options(&fs)).unwrap();
-    let t = db.create_table("t", TableOptions::default()).unwrap();
-    fill(&db, &t, 0);
-    fs.crash().unwrap();
-    drop(db);
+    let (tmp, fs) = fill_then_lose_power();
     fs.remove(&barracuda::redo_log_path(tmp.path())).unwrap();
 
     let err = Engine::open(tmp.path(), options(&fs))
