@@ -31,8 +31,10 @@ use barracuda_page::{Lsn, PageId, PageSize};
 use barracuda_redo::record::MtrWriter;
 use barracuda_redo::RedoLog;
 
-/// The payload of the frame that closes a commit unit: one OPTION record (changes no page) on
-/// page 0 of space 0, tagged so that a reader of the log can tell what it is.
+/// The payload of the frame that closes a commit unit when its last mtr's frame has already
+/// left the log buffer (otherwise that frame's flag is cleared in place): one OPTION record
+/// (changes no page) on page 0 of space 0, tagged so that a reader of the log can tell what
+/// it is.
 const UNIT_END_TAG: &[u8] = b"commit";
 
 /// The redo log as the B-tree's log sink.
@@ -46,7 +48,8 @@ pub(crate) struct RedoSink {
     in_flight: Mutex<BTreeMap<Lsn, u32>>,
     /// The open unit, if any.
     unit: Mutex<Option<OpenUnit>>,
-    /// The open unit's start, `Lsn::MAX` when none is open (read by page writers).
+    /// One above the log's end when the open unit began (pages whose newest change is at or
+    /// above it hold the unit's changes), `Lsn::MAX` when none is open (read by page writers).
     barrier: AtomicU64,
     /// The end of the last closed unit (or lone mtr).
     last_unit_end: AtomicU64,
@@ -61,8 +64,9 @@ pub(crate) struct RedoSink {
 
 /// A commit unit being appended.
 struct OpenUnit {
-    /// Mtrs appended in it so far.
-    mtrs: u64,
+    /// The LSN range of its newest frame (`None` before its first mtr), which ends the unit
+    /// if it is still in the log buffer when the unit closes ([`RedoLog::end_unit`]).
+    last: Option<(Lsn, Lsn)>,
 }
 
 impl RedoSink {
@@ -99,8 +103,12 @@ impl RedoSink {
         debug_assert!(unit.is_none(), "commit units do not nest");
         // Under `in_flight`, so no append slips between reading the end and raising the barrier.
         let _appends = self.in_flight.lock();
-        self.barrier.store(self.log.current_lsn(), Ordering::SeqCst);
-        *unit = Some(OpenUnit { mtrs: 0 });
+        // Above the log's end: a page the previous unit's last mtr changed has exactly the end
+        // as its newest LSN (that frame may have closed the unit in place) and is not held,
+        // while every mtr of this unit ends at least a frame above it.
+        self.barrier
+            .store(self.log.current_lsn() + 1, Ordering::SeqCst);
+        *unit = Some(OpenUnit { last: None });
         let mut sets = self.stealable.lock();
         sets.0.clear();
         sets.1.clear();
@@ -114,20 +122,24 @@ impl RedoSink {
         let Some(open) = unit.take() else {
             return Ok(None);
         };
-        if open.mtrs == 0 {
+        let Some(last) = open.last else {
             self.barrier.store(Lsn::MAX, Ordering::SeqCst);
             return Ok(None);
-        }
+        };
         let mut w = MtrWriter::new(self.page_size);
         w.option(PageId::new(0, 0), UNIT_END_TAG)
             .map_err(|e| barracuda_redo::RedoError::BadOptions(e.to_string()))?;
         let bytes = w.finish();
-        let (_, end) = {
+        let end = {
             let _appends = self.in_flight.lock();
-            self.log.append_to_unit(&bytes, false)?
+            let before = self.log.current_lsn();
+            let end = self.log.end_unit(last, &bytes)?;
+            if end > before {
+                self.record_bytes
+                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            }
+            end
         };
-        self.record_bytes
-            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         // The end first: a page writer that sees the barrier lifted must also see how far the
         // log must be durable.
         self.last_unit_end.fetch_max(end, Ordering::SeqCst);
@@ -233,7 +245,7 @@ impl LogSink for RedoSink {
                 .map_err(|e| BTreeError::Log(e.to_string()))?;
             *registered.entry(range.0).or_insert(0) += 1;
             match unit.as_mut() {
-                Some(open) => open.mtrs += 1,
+                Some(open) => open.last = Some(range),
                 None => {
                     self.last_unit_end.fetch_max(range.1, Ordering::SeqCst);
                 }

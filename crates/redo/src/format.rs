@@ -239,6 +239,33 @@ pub fn encode_frame(lsn: Lsn, payload: &[u8], continues: bool, out: &mut Vec<u8>
     out.extend_from_slice(&frame_crc(lsn, field, payload).to_le_bytes());
 }
 
+/// Clears the [`CONTINUES`] bit of `frame`, one whole encoded frame starting at `lsn`, and
+/// recomputes its CRC. Returns false, changing nothing, if `frame` is not a frame with the bit
+/// set whose length field matches its size.
+pub fn end_unit_in_place(lsn: Lsn, frame: &mut [u8]) -> bool {
+    let n = frame.len();
+    let Some(field) = frame
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_le_bytes)
+    else {
+        return false;
+    };
+    let len = (field & !CONTINUES) as usize;
+    if field & CONTINUES == 0 || len.checked_add(FRAME_OVERHEAD as usize) != Some(n) {
+        return false;
+    }
+    let field = field & !CONTINUES;
+    let crc = frame_crc(lsn, field, frame.get(4..4 + len).unwrap_or(&[]));
+    if let Some(head) = frame.get_mut(..4) {
+        head.copy_from_slice(&field.to_le_bytes());
+    }
+    if let Some(tail) = frame.get_mut(n - 4..) {
+        tail.copy_from_slice(&crc.to_le_bytes());
+    }
+    true
+}
+
 /// A frame's payload length and [`CONTINUES`] flag read from its first 4 bytes, or `None` when
 /// the length cannot start a frame here: zero (unwritten or zero-filled space), larger than the
 /// header allows, or reaching past `limit` (the LSN the scan must not cross).

@@ -426,6 +426,33 @@ impl RedoLog {
         }
     }
 
+    /// Ends a commit unit whose last frame, `last` (its start and end LSN), was appended with
+    /// `continues = true` and is the newest frame of the log. If no writer has taken that frame
+    /// from the log buffer yet, its [`CONTINUES`](crate::format::CONTINUES) bit is cleared in
+    /// place and its CRC recomputed: the unit ends with no extra log bytes (a one-mtr
+    /// transaction costs no commit frame). Otherwise `end_frame` (records that change no page)
+    /// is appended as the unit's last frame. Returns the LSN the unit's commit must be durable
+    /// up to.
+    ///
+    /// Fails as [`append`](Self::append) does, and with [`RedoError::Failed`] once a write or
+    /// sync has failed.
+    pub fn end_unit(&self, last: (Lsn, Lsn), end_frame: &[u8]) -> Result<Lsn> {
+        {
+            let mut st = self.shared.state.lock();
+            self.shared.check_failed(&st)?;
+            if last.1 == st.next_lsn && last.0 >= st.buf_lsn {
+                let at = usize::try_from(last.0 - st.buf_lsn).unwrap_or(usize::MAX);
+                let len = usize::try_from(last.1 - last.0).unwrap_or(usize::MAX);
+                if let Some(frame) = st.buf.get_mut(at..at.saturating_add(len)) {
+                    if format::end_unit_in_place(last.0, frame) {
+                        return Ok(last.1);
+                    }
+                }
+            }
+        }
+        Ok(self.append_to_unit(end_frame, false)?.1)
+    }
+
     /// Appends `mtr` and returns once it is as durable as the log's [`Durability`] promises.
     pub fn commit(&self, mtr: &[u8]) -> Result<(Lsn, Lsn)> {
         let range = self.append(mtr)?;

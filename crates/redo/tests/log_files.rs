@@ -163,6 +163,46 @@ fn an_incomplete_commit_unit_is_discarded_whole() {
     );
 }
 
+/// `end_unit` closes a unit by clearing the flag of its last frame while that frame is still
+/// in the log buffer (no bytes added), and by appending the end frame once a writer took it;
+/// recovery finds both units complete.
+#[test]
+fn end_unit_clears_the_flag_in_the_buffer_or_appends_an_end_frame() {
+    let fs = FaultyFileSystem::new();
+    let log = RedoLog::create(&fs, Path::new(DIR), &small()).unwrap();
+    let end_frame = mtr(9, 10);
+    // Still buffered: closed in place.
+    let a1 = log.append_to_unit(&mtr(1, 200), true).unwrap();
+    let a2 = log.append_to_unit(&mtr(2, 200), true).unwrap();
+    let end_a = log.end_unit(a2, &end_frame).unwrap();
+    assert_eq!(end_a, a2.1, "the unit's last frame ends it");
+    assert_eq!(log.current_lsn(), a2.1, "closing in place added bytes");
+    // Written out by a sync before the unit ends: an end frame is appended.
+    let b1 = log.append_to_unit(&mtr(3, 200), true).unwrap();
+    log.sync().unwrap();
+    let end_b = log.end_unit(b1, &end_frame).unwrap();
+    assert_eq!(
+        end_b,
+        b1.1 + end_frame.len() as u64 + 8,
+        "a frame already written was changed in place"
+    );
+    // A range that is not the newest frame is not touched either.
+    let c1 = log.append_to_unit(&mtr(4, 200), true).unwrap();
+    let c2 = log.append_to_unit(&mtr(5, 200), true).unwrap();
+    let end_c = log.end_unit(c1, &end_frame).unwrap();
+    assert!(end_c > c2.1);
+    log.sync().unwrap();
+    drop(log);
+    fs.crash().unwrap();
+    let (rec, found) = scan(&fs);
+    assert_eq!(
+        found.iter().map(|m| m.start_lsn).collect::<Vec<_>>(),
+        vec![a1.0, a2.0, b1.0, b1.1, c1.0, c2.0, c2.1]
+    );
+    assert_eq!(rec.end_lsn(), end_c);
+    assert_eq!(rec.discarded_bytes(), 0);
+}
+
 #[test]
 fn a_torn_checkpoint_slot_falls_back_to_the_other() {
     let fs = FaultyFileSystem::new();

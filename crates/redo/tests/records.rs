@@ -166,9 +166,30 @@ fn decoder_names_the_offset_of_the_fault() {
     );
     assert_eq!(err(&[0x30, 0x05]), 1, "length 5 not in the header");
     assert_eq!(
-        err(&[0x23, 0x01, 0x01, 0x00]),
-        0,
-        "EXTENDED subtype 0 undefined"
+        err(&[0x23, 0x01, 0x01, 0x01]),
+        3,
+        "EXTENDED subtype 1 undefined"
+    );
+    assert_eq!(
+        err(&[0x24, 0x01, 0x01, 0x00, 0x00]),
+        4,
+        "INDEX_REORGANIZE with a payload"
+    );
+    assert_eq!(
+        err(&[0x23, 0x01, 0x01, 0x00, 0xA1, 0x00]),
+        4,
+        "INDEX_REORGANIZE on the same page without its page id"
+    );
+    assert_eq!(
+        err(&[0x02, 0x01, 0x01, 0x23, 0x01, 0x01, 0x00]),
+        3,
+        "INDEX_REORGANIZE after FREE_PAGE"
+    );
+    assert_eq!(
+        decode(&[0x23, 0x01, 0x01, 0x00], P),
+        Ok(vec![Record::IndexReorganize {
+            page: PageId::new(1, 1)
+        }])
     );
 }
 

@@ -1,9 +1,9 @@
 //! Reading records back ([`RecordReader`], [`decode`]) and replaying them ([`apply`]).
 
-use barracuda_page::{PageId, PageSize};
+use barracuda_page::{IndexPage, PageId, PageSize};
 
 use super::writer::Cursor;
-use super::{max_rest_len, varint, Record, RecordError, RecordType};
+use super::{max_rest_len, varint, ExtendedType, Record, RecordError, RecordType};
 
 /// Decodes the records of one mtr lazily, in order. Total: every byte string yields records
 /// and then either the end or one [`RecordError::Corrupt`] naming the offset (after which the
@@ -213,11 +213,41 @@ impl<'a> RecordReader<'a> {
                 }
             }
             2 => {
+                let sub_at = start + f.pos;
                 let sub = f.varint("EXTENDED subtype")?;
-                return Err(corrupt(
-                    at,
-                    format!("EXTENDED record subtype {sub} is not defined by this version"),
-                ));
+                if sub != u32::from(ExtendedType::IndexReorganize as u8) {
+                    return Err(corrupt(
+                        sub_at,
+                        format!("EXTENDED record subtype {sub} is not defined by this version"),
+                    ));
+                }
+                if same {
+                    return Err(corrupt(
+                        at,
+                        "INDEX_REORGANIZE must name its page (same_page set)".into(),
+                    ));
+                }
+                if f.pos != rest.len() {
+                    return Err(corrupt(
+                        start + f.pos,
+                        format!(
+                            "{} trailing bytes after INDEX_REORGANIZE",
+                            rest.len() - f.pos
+                        ),
+                    ));
+                }
+                if self.cursor.is_some_and(|c| c.page == page && c.freed) {
+                    return Err(corrupt(
+                        at,
+                        format!("INDEX_REORGANIZE of {page} after its FREE_PAGE without INIT_PAGE"),
+                    ));
+                }
+                self.cursor = Some(Cursor {
+                    page,
+                    end: 0,
+                    freed: false,
+                });
+                Record::IndexReorganize { page }
             }
             _ => return Err(corrupt(at, "record type 6 is reserved".into())),
         };
@@ -313,6 +343,15 @@ pub fn apply<'r, 'a: 'r>(
                 continue;
             }
             Record::Option { .. } => continue,
+            Record::IndexReorganize { .. } => {
+                if state == PageState::Freed {
+                    return Err(invalid(
+                        "INDEX_REORGANIZE after FREE_PAGE without INIT_PAGE".into(),
+                    ));
+                }
+                reorganize(page, buf)?;
+                continue;
+            }
         };
         if state == PageState::Freed {
             return Err(invalid("a change after FREE_PAGE without INIT_PAGE".into()));
@@ -346,4 +385,20 @@ pub fn apply<'r, 'a: 'r>(
         }
     }
     Ok(state)
+}
+
+/// Compacts index page `page` held in `buf` (a page size long), after validating its whole
+/// structure: the replay of [`Record::IndexReorganize`], and what the writer computes to diff
+/// against. Deterministic: the same bytes give the same result.
+pub(crate) fn reorganize(page: PageId, buf: &mut [u8]) -> Result<(), RecordError> {
+    let invalid = |what: String| RecordError::Invalid { page, what };
+    let size = PageSize::from_bytes(buf.len())
+        .ok_or_else(|| invalid(format!("a buffer of {} bytes is not a page", buf.len())))?;
+    let mut index = IndexPage::open(buf, size).map_err(|e| {
+        invalid(format!(
+            "INDEX_REORGANIZE of a page that is not a valid index page: {e}"
+        ))
+    })?;
+    index.compact();
+    Ok(())
 }

@@ -8,6 +8,11 @@
 //! 2. what still differs between the working copy and `after` becomes WRITEs (MEMSET for a long
 //!    run of one byte), nearby ranges coalesced when the gap costs less than a new record.
 //!
+//! When that comes to a sixteenth of a page or more and `before` is an index page, the same two
+//! passes are run from the compacted `before`, behind an INDEX_REORGANIZE record, and the shorter
+//! result is kept: a split compacts the page it keeps, which moves every record by a different
+//! distance, while the compacted image differs from the result only where records left it.
+//!
 //! Replay is exact by construction: pass 1 searches the image that replay will have at that
 //! point, and pass 2 diffs against it.
 
@@ -15,6 +20,7 @@ use std::ops::Range;
 
 use barracuda_page::PageId;
 
+use super::decode::reorganize;
 use super::{MtrWriter, RecordError};
 
 /// Changed ranges separated by at most this many equal bytes are logged as one: a new
@@ -33,16 +39,56 @@ const MIN_SEARCH: usize = 24;
 /// usually splits a WRITE in two.
 const MIN_RUN: usize = 16;
 
+/// A run of one byte inside a changed range at least this long is logged as MEMSET: the
+/// MEMSET (about 6 bytes) and the WRITE header after it (about 4) cost less than the run.
+const MIN_INNER_MEMSET: usize = 16;
+
+/// A byte diff of at least `page size / this` is tried against the compacted page too: smaller
+/// ones are an insert or an update in place, and compacting to find out would cost more than
+/// it can save.
+const REORGANIZE_WORTH_DIVISOR: usize = 16;
+
 /// A run of one byte at least this long is logged as MEMSET rather than WRITE.
 const MIN_MEMSET: usize = 8;
 
 impl MtrWriter {
     /// Appends the records that turn page `page` from `before` into `after` (both one page
-    /// long): nothing if they are equal, MEMMOVEs for shifted runs, WRITE/MEMSET for the rest.
+    /// long): nothing if they are equal, MEMMOVEs for shifted runs, WRITE/MEMSET for the rest —
+    /// or, when `before` is an index page and that is shorter, INDEX_REORGANIZE and the
+    /// difference between the compacted `before` and `after`.
     ///
     /// Fails with [`RecordError::Invalid`] (appending nothing) if either image is not exactly
     /// the writer's page size long.
     pub fn log_page_diff(
+        &mut self,
+        page: PageId,
+        before: &[u8],
+        after: &[u8],
+    ) -> Result<(), RecordError> {
+        let (mark, cursor) = (self.len(), self.cursor());
+        self.log_byte_diff(page, before, after)?;
+        let plain = self.len() - mark;
+        if plain < self.page_size().bytes() / REORGANIZE_WORTH_DIVISOR {
+            return Ok(());
+        }
+        // A compaction moves most records, which no small shift explains: diff against the
+        // compacted image instead, if `before` is an index page (else keep the bytes).
+        let mut compacted = before.to_vec();
+        if reorganize(page, &mut compacted).is_err() {
+            return Ok(());
+        }
+        let mut alt = MtrWriter::new(self.page_size());
+        alt.index_reorganize(page)?;
+        alt.log_byte_diff(page, &compacted, after)?;
+        if alt.len() < plain {
+            self.truncate(mark, cursor);
+            self.append(&alt);
+        }
+        Ok(())
+    }
+
+    /// [`log_page_diff`](Self::log_page_diff) without the INDEX_REORGANIZE alternative.
+    fn log_byte_diff(
         &mut self,
         page: PageId,
         before: &[u8],
@@ -79,10 +125,39 @@ impl MtrWriter {
                 Some((&b, tail)) if bytes.len() >= MIN_MEMSET && tail.iter().all(|&x| x == b) => {
                     self.memset(page, r.start, r.len(), &[b])?;
                 }
-                _ => self.write(page, r.start, bytes)?,
+                _ => self.write_with_fills(page, r.start, bytes)?,
             }
         }
         Ok(())
+    }
+
+    /// WRITEs `bytes` at `offset`, except that a run of one byte at least [`MIN_INNER_MEMSET`]
+    /// long inside them becomes a MEMSET (records that left a page, followed by its zeroed
+    /// space, change as one range).
+    fn write_with_fills(
+        &mut self,
+        page: PageId,
+        offset: usize,
+        bytes: &[u8],
+    ) -> Result<(), RecordError> {
+        let mut written = 0;
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes.get(i).copied().unwrap_or(0);
+            let run = bytes
+                .get(i..)
+                .unwrap_or(&[])
+                .iter()
+                .take_while(|&&x| x == b)
+                .count();
+            if run >= MIN_INNER_MEMSET {
+                self.write(page, offset + written, bytes.get(written..i).unwrap_or(&[]))?;
+                self.memset(page, offset + i, run, &[b])?;
+                written = i + run;
+            }
+            i += run;
+        }
+        self.write(page, offset + written, bytes.get(written..).unwrap_or(&[]))
     }
 }
 

@@ -32,8 +32,8 @@ pub enum RecordType {
     FreePage = 0,
     /// The page becomes all zeros: recovery need not read it.
     InitPage = 1,
-    /// A subtype follows (undo append, row-format page init, …). None is defined yet: a decoder
-    /// rejects every one, since skipping a page change would corrupt the page.
+    /// A subtype follows ([`ExtendedType`]). A decoder rejects a subtype it does not know, since
+    /// skipping a page change would corrupt the page.
     Extended = 2,
     /// Bytes written at an offset.
     Write = 3,
@@ -46,6 +46,20 @@ pub enum RecordType {
     /// Information that changes no page byte (later: transaction ids, checksums); recovery
     /// may skip it.
     Option = 7,
+}
+
+/// The subtype of an [`RecordType::Extended`] record (`docs/FORMATS.md` §10.1): logical page
+/// operations whose replay is a deterministic function of the page's bytes. Later: undo
+/// appends, row-format page inits.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum ExtendedType {
+    /// The index page's records are rewritten in key order from the heap start, garbage
+    /// dropped, the freed bytes zeroed ([`barracuda_page::IndexPage::compact`]). A page
+    /// split or an insert into a fragmented page rewrites most of a page; as bytes that is
+    /// a page of log, as this record it is two bytes plus the page id.
+    // InnoDB: MLOG_COMP_PAGE_REORGANIZE.
+    IndexReorganize = 0,
 }
 
 /// One decoded redo record. Offsets and lengths are bytes in the page; a decoded record is
@@ -94,6 +108,11 @@ pub enum Record<'a> {
         /// Source start (different from `offset`).
         source: usize,
     },
+    /// `page`, an index page, is compacted ([`ExtendedType::IndexReorganize`]).
+    IndexReorganize {
+        /// The page.
+        page: PageId,
+    },
     /// Information for `page` that recovery may skip.
     Option {
         /// The page.
@@ -112,6 +131,7 @@ impl Record<'_> {
             | Record::Write { page, .. }
             | Record::Memset { page, .. }
             | Record::Memmove { page, .. }
+            | Record::IndexReorganize { page }
             | Record::Option { page, .. } => page,
         }
     }

@@ -2,7 +2,7 @@
 
 use barracuda_page::{PageId, PageSize};
 
-use super::{varint, RecordError, RecordType};
+use super::{varint, ExtendedType, RecordError, RecordType};
 
 /// What the previous record said about its page, for `same_page` and relative offsets.
 #[derive(Clone, Copy, Debug)]
@@ -80,6 +80,51 @@ impl MtrWriter {
             end: 0,
             freed: true,
         });
+    }
+
+    /// Logs that index page `page` is compacted ([`ExtendedType::IndexReorganize`]); the
+    /// changes that follow on the page are relative to its start again.
+    ///
+    /// Fails if the page was freed by the previous record on it.
+    pub fn index_reorganize(&mut self, page: PageId) -> Result<(), RecordError> {
+        if self.cursor.is_some_and(|c| c.page == page && c.freed) {
+            return Err(self.invalid(
+                page,
+                "INDEX_REORGANIZE after FREE_PAGE without INIT_PAGE".into(),
+            ));
+        }
+        self.emit_with(
+            RecordType::Extended,
+            page,
+            false,
+            &[ExtendedType::IndexReorganize as u8],
+            &[],
+        );
+        self.cursor = Some(Cursor {
+            page,
+            end: 0,
+            freed: false,
+        });
+        Ok(())
+    }
+
+    /// Drops every byte after the first `len` and sets the cursor the next record is placed
+    /// against (the state [`cursor`](Self::cursor) returned at that length).
+    pub(crate) fn truncate(&mut self, len: usize, cursor: Option<Cursor>) {
+        self.buf.truncate(len);
+        self.cursor = cursor;
+    }
+
+    /// What the last record said about its page.
+    pub(crate) fn cursor(&self) -> Option<Cursor> {
+        self.cursor
+    }
+
+    /// Appends the bytes and takes the final cursor of `other`, whose first record names its
+    /// page (so it reads the same after any earlier record).
+    pub(crate) fn append(&mut self, other: &MtrWriter) {
+        self.buf.extend_from_slice(&other.buf);
+        self.cursor = other.cursor;
     }
 
     /// Logs information about `page` that changes none of its bytes (recovery may skip it).
