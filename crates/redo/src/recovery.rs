@@ -165,8 +165,9 @@ impl Recovery {
         self.next
     }
 
-    /// The end of the log: the end of the last complete commit unit. Iteration stops here and
-    /// [`finish`](Self::finish) appends from here.
+    /// The end of the log: the end of the last complete commit unit. Iteration stops here;
+    /// [`finish`](Self::finish) appends after the discarded frames, at
+    /// [`resume_lsn`](Self::resume_lsn).
     pub fn end_lsn(&self) -> Lsn {
         self.end
     }
@@ -177,28 +178,56 @@ impl Recovery {
         self.scan_end - self.end
     }
 
-    /// Erases whatever a previous session may have written past the end of the log (the
-    /// frames of an incomplete unit included), and opens the log for appending there.
+    /// Where [`finish`](Self::finish) opens the log for appending: past every valid frame the
+    /// scan found, the discarded ones included (`end_lsn + discarded_bytes`). See `finish` for
+    /// why not at `end_lsn`.
+    pub fn resume_lsn(&self) -> Lsn {
+        self.scan_end
+    }
+
+    /// Erases whatever a previous session may have written past the frames the scan found,
+    /// and opens the log for appending there, at [`resume_lsn`](Self::resume_lsn). When frames
+    /// were discarded it also writes a checkpoint there: call it only once every change up to
+    /// [`end_lsn`](Self::end_lsn) is durable in the pages.
     ///
-    /// The erasure (zeros from the end over the discarded frames plus up to two log buffers,
-    /// synced) is what keeps the frames of a crashed session that were written but lost their
-    /// predecessor from being read as records after the new session's first appends put valid
-    /// frames before them.
+    /// The erasure (zeros over up to two log buffers past the last valid frame, synced) is what
+    /// keeps the frames of a crashed session that were written but lost their predecessor from
+    /// being read as records after the new session's first appends put valid frames before
+    /// them: a session never has more than two buffers written but unsynced, and every synced
+    /// frame is valid, so the scan ends at most two buffers before the last written byte.
+    ///
+    /// The LSNs of a discarded unit are not handed out again. Pages the unit allocated may have
+    /// reached disk before it was complete (the engine's write barrier exempts them), stamped
+    /// with its LSNs — up to `resume_lsn`, as a page is written only once the log is synced to
+    /// its LSN. A new session appending from `end_lsn` would give a later change of such a
+    /// page an LSN at or below that stamp, and the next recovery's page-LSN check would skip
+    /// the change. The discarded frames stay in the file, behind the checkpoint at
+    /// `resume_lsn`, so that the unit's frames (flagged as continued) can never be chained with
+    /// the new session's first frames into one complete unit; until that checkpoint is written
+    /// a crash leaves them as they were, and the next recovery discards them again.
     pub fn finish(self, durability: Durability) -> Result<RedoLog> {
-        let end = self.end;
-        let erase =
-            (self.scan_end - end + 2 * u64::from(self.header.buffer_bytes)).min(self.limit - end);
-        ring::zero(&*self.file, &self.header, end, erase)?;
+        let (end, resume) = (self.end, self.scan_end);
+        let erase = (2 * u64::from(self.header.buffer_bytes)).min(self.limit - resume);
+        ring::zero(&*self.file, &self.header, resume, erase)?;
         self.file.sync_data()?;
-        tracing::info!(path = %self.path.display(), end, "redo scan complete; appending from the end");
-        Ok(RedoLog::start(
+        tracing::info!(
+            path = %self.path.display(),
+            end,
+            resume,
+            "redo scan complete; appending after the last valid frame"
+        );
+        let log = RedoLog::start(
             self.file,
             self.path,
             self.header,
             self.checkpoint,
-            end,
+            resume,
             durability,
-        ))
+        );
+        if resume > end {
+            log.write_checkpoint(resume)?;
+        }
+        Ok(log)
     }
 
     /// Makes `[lsn, lsn + len)` readable from the window; `false` if it reaches past `limit`.
