@@ -708,7 +708,9 @@ fn open_log(
         }
         // Recovery's batches are bounded like InnoDB's (a share of the buffer pool).
         let batch_bytes = (options.buffer_pool_bytes / 4).max(1 << 20);
-        let (log, report) = recover(fs, dir, &paths, page_size, durability, batch_bytes)?;
+        let progress = options.recovery_progress.as_deref();
+        let (log, report) =
+            recover(fs, dir, &paths, page_size, durability, batch_bytes, progress)?;
         return Ok((log, Some(report)));
     }
     if catalog.pages_after_checkpoint() {
@@ -716,6 +718,9 @@ fn open_log(
             dir: dir.to_owned(),
             checkpoint_lsn: catalog.flushed_lsn(),
         });
+    }
+    if let Some(progress) = &options.recovery_progress {
+        progress.nothing_to_recover();
     }
     // Pages carry LSNs up to the catalog's flushed LSN (a clean shutdown recorded it): the new
     // log starts above them, so its records are never mistaken for older than a page.

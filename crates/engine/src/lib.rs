@@ -58,7 +58,7 @@ pub use engine::Engine;
 pub use error::{Error, IoErrorKind, Result};
 pub use options::{Durability, EngineOptions, PageCompression, RowFormat, TableOptions};
 pub use page_cleaner::{FlushControllerKind, FlushStatus};
-pub use recovery::RecoveryReport;
+pub use recovery::{RecoveryPhase, RecoveryProgress, RecoveryReport};
 pub use status::{EngineStatus, RedoStatus, TableStatus};
 pub use table::{Range, Table};
 pub use txn::Transaction;

@@ -10,6 +10,7 @@ use barracuda_page::PageSize;
 use barracuda_redo::flushing::FlushSettings;
 
 use crate::error::{Error, Result};
+use crate::recovery::RecoveryProgress;
 
 /// When a committed transaction is durable (InnoDB: `innodb_flush_log_at_trx_commit`): when
 /// [`Transaction::commit`](crate::Transaction::commit) returns, its redo is synced
@@ -59,6 +60,7 @@ pub struct EngineOptions {
     pub(crate) create_if_missing: bool,
     pub(crate) io_backend: barracuda_io::Backend,
     pub(crate) file_system: Option<Arc<dyn FileSystem>>,
+    pub(crate) recovery_progress: Option<Arc<RecoveryProgress>>,
 }
 
 impl Default for EngineOptions {
@@ -78,6 +80,7 @@ impl Default for EngineOptions {
             create_if_missing: true,
             io_backend: barracuda_io::Backend::Std,
             file_system: None,
+            recovery_progress: None,
         }
     }
 }
@@ -209,6 +212,16 @@ impl EngineOptions {
     #[must_use]
     pub fn file_system(mut self, fs: Arc<dyn FileSystem>) -> Self {
         self.file_system = Some(fs);
+        self
+    }
+
+    /// Where the crash recovery run by [`Engine::open`](crate::Engine::open) reports its
+    /// progress while `open` blocks: a thread holding the same `Arc` reads the phase, the LSNs
+    /// and the percent done (see [`RecoveryProgress`]). An open with nothing to recover marks it
+    /// done at once. Default: none (progress still goes to `tracing`, every 10 %).
+    #[must_use]
+    pub fn recovery_progress(mut self, progress: Arc<RecoveryProgress>) -> Self {
+        self.recovery_progress = Some(progress);
         self
     }
 

@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,7 +34,9 @@ use crate::error::{Error, Result};
 pub struct RecoveryReport {
     /// The checkpoint recovery started from.
     pub checkpoint_lsn: Lsn,
-    /// The end of the log it found (the end of the last complete commit unit).
+    /// The end of the log it found (the end of the last complete commit unit). The log goes on
+    /// after the discarded bytes, at `end_lsn + discarded_bytes`, so that no LSN a discarded
+    /// unit stamped on a page is handed out again.
     pub end_lsn: Lsn,
     /// Bytes of log scanned and applied: `end_lsn − checkpoint_lsn`.
     pub redo_bytes: u64,
@@ -51,6 +54,202 @@ pub struct RecoveryReport {
     pub duration: Duration,
 }
 
+/// What a recovery is doing (see [`RecoveryProgress::phase`]), in the order it does it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum RecoveryPhase {
+    /// The open has not reached recovery yet.
+    Waiting,
+    /// Reading the checkpoint and finding the end of the log (a scan that checks every frame's
+    /// CRC and reads no record).
+    Scanning,
+    /// Replaying the log onto the pages, batch by batch.
+    Applying,
+    /// Syncing the pages written, erasing past the end of the log, writing the checkpoint.
+    Finishing,
+    /// Recovered, or there was nothing to recover: the open goes on.
+    Done,
+    /// Recovery failed: the open returns the error.
+    Failed,
+}
+
+impl RecoveryPhase {
+    const ALL: [RecoveryPhase; 6] = [
+        RecoveryPhase::Waiting,
+        RecoveryPhase::Scanning,
+        RecoveryPhase::Applying,
+        RecoveryPhase::Finishing,
+        RecoveryPhase::Done,
+        RecoveryPhase::Failed,
+    ];
+}
+
+/// Live progress of the crash recovery [`Engine::open`](crate::Engine::open) runs, for a thread
+/// that watches while `open` blocks (the engine being opened has no `status()` to ask until
+/// `open` returns; then `status().recovery` holds the final [`RecoveryReport`]).
+///
+/// Share one through
+/// [`EngineOptions::recovery_progress`](crate::EngineOptions::recovery_progress) and read it
+/// from any thread. The opening thread alone writes it; every field is an atomic, so reading
+/// never blocks recovery. A recovery starts by resetting it (use one per open). A watcher should
+/// also stop when `open` returns: an open that fails before it reaches recovery (a locked
+/// directory, a damaged catalog) leaves it [`Waiting`](RecoveryPhase::Waiting).
+///
+/// ```
+/// use std::sync::Arc;
+/// use barracuda::{Engine, EngineOptions, RecoveryPhase, RecoveryProgress};
+///
+/// let dir = tempfile::tempdir()?;
+/// let progress = Arc::new(RecoveryProgress::new());
+/// let options = EngineOptions::default()
+///     .buffer_pool_bytes(8 << 20)
+///     .recovery_progress(progress.clone());
+/// let watcher = {
+///     let progress = progress.clone();
+///     // A monitoring thread: prints until the open is past recovery.
+///     std::thread::spawn(move || {
+///         while progress.phase() < RecoveryPhase::Done {
+///             println!("recovery: {:?} {}%", progress.phase(), progress.percent());
+///             std::thread::sleep(std::time::Duration::from_millis(100));
+///         }
+///     })
+/// };
+/// let db = Engine::open(dir.path(), options)?;
+/// watcher.join().expect("the watcher ran");
+/// assert_eq!(progress.percent(), 100);
+/// db.close()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct RecoveryProgress {
+    /// Index into [`RecoveryPhase::ALL`]; written last (release) when the LSNs below change.
+    phase: AtomicU8,
+    checkpoint_lsn: AtomicU64,
+    end_lsn: AtomicU64,
+    scanned_lsn: AtomicU64,
+    mtrs: AtomicU64,
+    pages_written: AtomicU64,
+    batches: AtomicU64,
+}
+
+impl RecoveryProgress {
+    /// A progress in [`RecoveryPhase::Waiting`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The phase the recovery is in.
+    pub fn phase(&self) -> RecoveryPhase {
+        let i = usize::from(self.phase.load(Ordering::Acquire));
+        RecoveryPhase::ALL
+            .get(i)
+            .copied()
+            .unwrap_or(RecoveryPhase::Failed)
+    }
+
+    /// The checkpoint the recovery starts from (0 before [`RecoveryPhase::Applying`]).
+    pub fn checkpoint_lsn(&self) -> u64 {
+        self.checkpoint_lsn.load(Ordering::Acquire)
+    }
+
+    /// The end of the log the scan found: the end of the last complete commit unit (0 before
+    /// [`RecoveryPhase::Applying`]).
+    pub fn end_lsn(&self) -> u64 {
+        self.end_lsn.load(Ordering::Acquire)
+    }
+
+    /// How far the log has been read for replay (from the checkpoint up to the end).
+    pub fn scanned_lsn(&self) -> u64 {
+        self.scanned_lsn.load(Ordering::Acquire)
+    }
+
+    /// Percent of the log between the checkpoint and its end read for replay: 0 while
+    /// scanning, at most 99 until the recovery is [`Done`](RecoveryPhase::Done), 100 after.
+    /// Never decreases during one recovery.
+    pub fn percent(&self) -> u8 {
+        let phase = self.phase();
+        match phase {
+            RecoveryPhase::Done => 100,
+            RecoveryPhase::Waiting | RecoveryPhase::Scanning => 0,
+            RecoveryPhase::Finishing => 99,
+            RecoveryPhase::Applying | RecoveryPhase::Failed => {
+                let from = self.checkpoint_lsn();
+                let total = self.end_lsn().saturating_sub(from);
+                if total == 0 {
+                    return if phase == RecoveryPhase::Failed {
+                        0
+                    } else {
+                        99
+                    };
+                }
+                let done = self.scanned_lsn().saturating_sub(from).min(total);
+                u8::try_from((u128::from(done) * 100 / u128::from(total)).min(99)).unwrap_or(99)
+            }
+        }
+    }
+
+    /// Mini-transactions read so far.
+    pub fn mtrs(&self) -> u64 {
+        self.mtrs.load(Ordering::Relaxed)
+    }
+
+    /// Pages changed and written back so far.
+    pub fn pages_written(&self) -> u64 {
+        self.pages_written.load(Ordering::Relaxed)
+    }
+
+    /// Batches applied so far.
+    pub fn batches(&self) -> u64 {
+        self.batches.load(Ordering::Relaxed)
+    }
+
+    fn set_phase(&self, phase: RecoveryPhase) {
+        let i = RecoveryPhase::ALL
+            .iter()
+            .position(|p| *p == phase)
+            .unwrap_or(0);
+        self.phase
+            .store(u8::try_from(i).unwrap_or(u8::MAX), Ordering::Release);
+    }
+
+    /// Resets every field and enters [`RecoveryPhase::Scanning`].
+    fn begin(&self) {
+        for field in [
+            &self.checkpoint_lsn,
+            &self.end_lsn,
+            &self.scanned_lsn,
+            &self.mtrs,
+            &self.pages_written,
+            &self.batches,
+        ] {
+            field.store(0, Ordering::Relaxed);
+        }
+        self.set_phase(RecoveryPhase::Scanning);
+    }
+
+    /// Marks an open that found no log to replay (a new database, or a clean shutdown without
+    /// a log): nothing to do, done.
+    pub(crate) fn nothing_to_recover(&self) {
+        self.begin();
+        self.set_phase(RecoveryPhase::Done);
+    }
+
+    fn applying(&self, checkpoint_lsn: Lsn, end_lsn: Lsn) {
+        self.checkpoint_lsn.store(checkpoint_lsn, Ordering::Relaxed);
+        self.end_lsn.store(end_lsn, Ordering::Relaxed);
+        self.scanned_lsn.store(checkpoint_lsn, Ordering::Relaxed);
+        self.set_phase(RecoveryPhase::Applying);
+    }
+
+    fn update(&self, report: &RecoveryReport, scanned_lsn: Lsn) {
+        self.mtrs.store(report.mtrs, Ordering::Relaxed);
+        self.pages_written
+            .store(report.pages_written, Ordering::Relaxed);
+        self.batches.store(report.batches, Ordering::Relaxed);
+        self.scanned_lsn.store(scanned_lsn, Ordering::Release);
+    }
+}
+
 /// Replays the log of `dir` onto the tablespaces in `spaces` (space id → file; records for a
 /// space not listed belong to a dropped table and are skipped), syncs them, writes a checkpoint
 /// at the end of the log and returns the log open for appending.
@@ -61,6 +260,37 @@ pub(crate) fn recover(
     page_size: PageSize,
     durability: Durability,
     batch_bytes: usize,
+    progress: Option<&RecoveryProgress>,
+) -> Result<(RedoLog, RecoveryReport)> {
+    let quiet = RecoveryProgress::new();
+    let progress = progress.unwrap_or(&quiet);
+    progress.begin();
+    let result = replay(
+        fs,
+        dir,
+        spaces,
+        page_size,
+        durability,
+        batch_bytes,
+        progress,
+    );
+    progress.set_phase(if result.is_ok() {
+        RecoveryPhase::Done
+    } else {
+        RecoveryPhase::Failed
+    });
+    result
+}
+
+/// [`recover`], reporting to `progress`.
+fn replay(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    spaces: &HashMap<SpaceId, PathBuf>,
+    page_size: PageSize,
+    durability: Durability,
+    batch_bytes: usize,
+    progress: &RecoveryProgress,
 ) -> Result<(RedoLog, RecoveryReport)> {
     let started = Instant::now();
     let mut recovery = Recovery::open(fs, dir)?;
@@ -71,6 +301,7 @@ pub(crate) fn recover(
         discarded_bytes: recovery.discarded_bytes(),
         ..RecoveryReport::default()
     };
+    progress.applying(report.checkpoint_lsn, report.end_lsn);
     let mut files = Files::new(fs, spaces);
     let mut batch = Batch::default();
     let mut next_progress = 10;
@@ -81,8 +312,8 @@ pub(crate) fn recover(
         if batch.bytes >= batch_bytes {
             batch.apply(&mut files, page_size, &mut report)?;
         }
-        let done = recovery.scanned_lsn() - report.checkpoint_lsn;
-        let percent = done.saturating_mul(100) / report.redo_bytes.max(1);
+        progress.update(&report, recovery.scanned_lsn());
+        let percent = progress.percent();
         if percent >= next_progress {
             tracing::info!(
                 percent,
@@ -93,10 +324,15 @@ pub(crate) fn recover(
         }
     }
     batch.apply(&mut files, page_size, &mut report)?;
+    progress.update(&report, recovery.scanned_lsn());
+    progress.set_phase(RecoveryPhase::Finishing);
     files.finish()?;
     let log = recovery.finish(durability)?;
-    // Every change up to the end is in synced pages: the next recovery starts here.
-    log.write_checkpoint(log.current_lsn())?;
+    // Every change up to the end is in synced pages: the next recovery starts here. (After a
+    // discarded unit `finish` has written this checkpoint already.)
+    if log.checkpoint_lsn() < log.current_lsn() {
+        log.write_checkpoint(log.current_lsn())?;
+    }
     report.duration = started.elapsed();
     tracing::info!(
         redo_bytes = report.redo_bytes,
