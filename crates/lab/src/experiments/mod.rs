@@ -10,6 +10,7 @@ use crate::report::{self, MachineInfo};
 use crate::LabResult;
 
 mod free_list_stalls;
+mod group_commit;
 mod point_select;
 mod read_ahead;
 
@@ -83,6 +84,7 @@ pub fn registry() -> Vec<Box<dyn Experiment>> {
         Box::new(point_select::PointSelect),
         Box::new(free_list_stalls::FreeListStalls),
         Box::new(read_ahead::ReadAhead),
+        Box::new(group_commit::GroupCommit),
     ]
 }
 
