@@ -81,6 +81,9 @@ enum Command {
         /// The database directory (must hold a database: nothing is created).
         dir: PathBuf,
     },
+    /// The writer process of `lab recovery`, which starts it and kills it (not for users).
+    #[command(name = experiments::recovery::WRITER_SUBCOMMAND, hide = true)]
+    RecoveryWriter(experiments::recovery::WriterArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -106,6 +109,9 @@ struct LabArgs {
     /// Small sizes: `lab all --quick` runs everything in a few minutes.
     #[arg(long)]
     quick: bool,
+    /// MiB of redo to write before the crash (`recovery`; default 1024, 64 with --quick).
+    #[arg(long)]
+    redo_mib: Option<u64>,
 }
 
 fn experiments_help() -> String {
@@ -132,6 +138,9 @@ fn main() -> ExitCode {
         Command::Check { dir } => tools::check(&dir),
         Command::Inspect { dir, table, page } => tools::inspect(&dir, table.as_deref(), page),
         Command::Status { dir } => tools::status(&dir).map(|()| ExitCode::SUCCESS),
+        Command::RecoveryWriter(args) => {
+            experiments::recovery::writer(&args).map(|()| ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,
@@ -150,6 +159,7 @@ fn lab(args: &LabArgs) -> LabResult<()> {
         threads: args.threads,
         out: args.out.clone(),
         quick: args.quick,
+        redo_mib: args.redo_mib,
     };
     let all = experiments::registry();
     if args.experiment == "all" {

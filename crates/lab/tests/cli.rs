@@ -61,6 +61,8 @@ fn lab_all_quick_writes_tables_json_and_svgs() {
         "0.5",
         "--threads",
         "2",
+        "--redo-mib",
+        "1",
         "--out",
         out_dir.to_str().unwrap(),
         "--dir",
@@ -68,7 +70,12 @@ fn lab_all_quick_writes_tables_json_and_svgs() {
     ]);
     let all = text(&out);
     assert!(out.status.success(), "lab all failed:\n{all}");
-    for name in ["point-select", "free-list-stalls", "read-ahead"] {
+    for name in [
+        "point-select",
+        "free-list-stalls",
+        "read-ahead",
+        "group-commit",
+    ] {
         assert!(
             all.contains(&format!("=== barracuda lab {name} ===")),
             "no table for {name}:\n{all}"
@@ -156,6 +163,41 @@ fn lab_all_quick_writes_tables_json_and_svgs() {
     }
     assert!(number(&ra, "results.median_scan_s.on") > 0.0);
     assert!(number(&ra, "results.median_scan_s.off") > 0.0);
+
+    let gc = read_json(&out_dir.join("group-commit.json"));
+    for threads in ["1", "4", "16"] {
+        for f in [
+            "commits_per_s",
+            "p50_us",
+            "p99_us",
+            "fsyncs",
+            "commits_per_fsync",
+        ] {
+            assert!(
+                number(&gc, &format!("results.{threads}.{f}")) > 0.0,
+                "group-commit {threads} threads: {f}"
+            );
+        }
+    }
+    // One fsync serves every commit waiting for it: without group commit this is at most 1.
+    let per_fsync = number(&gc, "results.16.commits_per_fsync");
+    assert!(per_fsync > 1.5, "16 threads: {per_fsync} commits per fsync");
+    assert!(number(&gc, "settings.experiment.disk_baseline.fdatasync_per_s") > 0.0);
+
+    assert!(all.contains("=== barracuda lab recovery ==="), "{all}");
+    let rec = read_json(&out_dir.join("recovery.json"));
+    // The writer was killed once 1 MiB of redo lay past its checkpoint, which had not moved:
+    // recovery starts there and replays at least about that much (a unit still being written
+    // at the kill is discarded, hence the margin).
+    assert_eq!(
+        field(&rec, "results.checkpoint_lsn"),
+        field(&rec, "results.writer.checkpoint_lsn_at_ready")
+    );
+    let redo = number(&rec, "results.redo_bytes");
+    assert!(redo >= 0.9 * f64::from(1u32 << 20), "replayed {redo} bytes");
+    for f in ["recovery_s", "mb_per_s", "mtrs", "pages_written", "batches"] {
+        assert!(number(&rec, &format!("results.{f}")) > 0.0, "recovery {f}");
+    }
 }
 
 /// A closed database with one table of small and off-page (overflow) values.
@@ -302,7 +344,14 @@ fn status_prints_the_engine_status() {
 fn help_lists_every_experiment_and_unknown_ones_are_refused() {
     let out = barracuda(&["lab", "--help"]);
     let all = text(&out);
-    for name in ["point-select", "free-list-stalls", "read-ahead", "all"] {
+    for name in [
+        "point-select",
+        "free-list-stalls",
+        "read-ahead",
+        "group-commit",
+        "recovery",
+        "all",
+    ] {
         assert!(all.contains(name), "{name} missing from lab --help:\n{all}");
     }
     let out = barracuda(&["--help"]);

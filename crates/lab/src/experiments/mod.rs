@@ -13,6 +13,7 @@ mod free_list_stalls;
 mod group_commit;
 mod point_select;
 mod read_ahead;
+pub(crate) mod recovery;
 
 /// Sizes and places every experiment is run with (from the command line).
 #[derive(Clone, Debug)]
@@ -29,6 +30,8 @@ pub struct Settings {
     pub out: PathBuf,
     /// Small sizes, for a first look and for `lab all --quick`.
     pub quick: bool,
+    /// MiB of redo for experiments that write a volume of it; `None` = their default.
+    pub redo_mib: Option<u64>,
 }
 
 /// Default sizes of an experiment: `(rows, seconds)` for a full run and for `--quick`.
@@ -64,6 +67,8 @@ pub struct Context {
     pub dir: PathBuf,
     /// Whether `--quick` was given.
     pub quick: bool,
+    /// `--redo-mib`: MiB of redo to write, for experiments that write a volume of it.
+    pub redo_mib: Option<u64>,
 }
 
 /// One experiment of `barracuda lab`.
@@ -85,6 +90,7 @@ pub fn registry() -> Vec<Box<dyn Experiment>> {
         Box::new(free_list_stalls::FreeListStalls),
         Box::new(read_ahead::ReadAhead),
         Box::new(group_commit::GroupCommit),
+        Box::new(recovery::Recovery),
     ]
 }
 
@@ -107,6 +113,7 @@ pub fn run(experiment: &dyn Experiment, settings: &Settings) -> LabResult<()> {
         threads: settings.threads.max(1),
         dir: settings.dir.join(experiment.name()),
         quick: settings.quick,
+        redo_mib: settings.redo_mib,
     };
     let machine = MachineInfo::collect();
     println!("=== barracuda lab {} ===", experiment.name());
