@@ -115,6 +115,9 @@ fn boot_and_check(
     (db, cut, report)
 }
 
+/// Seeds (workload and tearing) the `--ignored` tests run every N with.
+const IGNORED_SEEDS: u64 = 4;
+
 /// Which Ns of `1..=total` a run covers: all, or (in CI) the first `first`, about `spread` more
 /// spread evenly, and the last.
 fn sample(total: u64, all: bool, first: u64, spread: u64) -> Vec<u64> {
@@ -171,8 +174,7 @@ fn sharp_checkpoint_run(seed: u64, at: Option<u64>) -> Vec<String> {
     ops
 }
 
-fn cut_inside_sharp_checkpoints(all: bool) {
-    let seed = 0x5AA8_0001;
+fn cut_inside_sharp_checkpoints(seed: u64, all: bool) {
     let ops = sharp_checkpoint_run(seed, None);
     assert!(
         ops.iter()
@@ -188,7 +190,7 @@ fn cut_inside_sharp_checkpoints(all: bool) {
         sharp_checkpoint_run(seed, Some(n));
     }
     eprintln!(
-        "sharp checkpoint: {} operations, cut at {} of them",
+        "seed {seed:#x}: sharp checkpoint: {} operations, cut at {} of them",
         ops.len(),
         ns.len()
     );
@@ -196,13 +198,15 @@ fn cut_inside_sharp_checkpoints(all: bool) {
 
 #[test]
 fn a_power_cut_inside_a_sharp_checkpoint_loses_no_acknowledged_commit() {
-    cut_inside_sharp_checkpoints(false);
+    cut_inside_sharp_checkpoints(0x5AA8_0001, false);
 }
 
 #[test]
 #[ignore = "a run per operation of the checkpoint; run with --ignored"]
 fn a_power_cut_at_every_operation_of_a_sharp_checkpoint_loses_no_acknowledged_commit() {
-    cut_inside_sharp_checkpoints(true);
+    for k in 0..IGNORED_SEEDS {
+        cut_inside_sharp_checkpoints(0x5AA8_0001 + (k << 8), true);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -269,8 +273,7 @@ fn cleaner_run(seed: u64, at: Option<u64>) -> (Vec<String>, bool) {
     (ops, fired)
 }
 
-fn cut_inside_page_cleaner_checkpoints(all: bool) {
-    let seed = 0x5AA8_0002;
+fn cut_inside_page_cleaner_checkpoints(seed: u64, all: bool) {
     let (ops, _) = cleaner_run(seed, None);
     assert!(
         ops.iter().any(|o| o.starts_with("write tables/"))
@@ -284,7 +287,7 @@ fn cut_inside_page_cleaner_checkpoints(all: bool) {
         fired += usize::from(cleaner_run(seed, Some(n)).1);
     }
     eprintln!(
-        "page cleaner: {} operations in the dry run, cut at {} of them, the cut came in {fired}",
+        "seed {seed:#x}: page cleaner: {} operations in the dry run, cut at {} of them, the cut came in {fired}",
         ops.len(),
         ns.len()
     );
@@ -298,13 +301,15 @@ fn cut_inside_page_cleaner_checkpoints(all: bool) {
 
 #[test]
 fn a_power_cut_inside_the_page_cleaners_checkpoint_loses_no_acknowledged_commit() {
-    cut_inside_page_cleaner_checkpoints(false);
+    cut_inside_page_cleaner_checkpoints(0x5AA8_0002, false);
 }
 
 #[test]
 #[ignore = "a run per operation of the page cleaner's rounds; run with --ignored"]
 fn a_power_cut_at_every_operation_of_the_page_cleaners_rounds_loses_no_acknowledged_commit() {
-    cut_inside_page_cleaner_checkpoints(true);
+    for k in 0..IGNORED_SEEDS {
+        cut_inside_page_cleaner_checkpoints(0x5AA8_0002 + (k << 8), true);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -509,8 +514,7 @@ fn recovery_run(seed: u64, snapshot: &Snapshot, at: Option<u64>) -> (Vec<String>
     (ops, report)
 }
 
-fn cut_inside_recovery(all: bool) {
-    let seed = 0x5AA8_0003;
+fn cut_inside_recovery(seed: u64, all: bool) {
     // Where to cut the big commit: at the first log write three quarters into its unit (whose
     // extent a dry run gives), after the log was synced in the middle of the unit.
     let (start, end) = {
@@ -529,7 +533,7 @@ fn cut_inside_recovery(all: bool) {
         recovery_run(seed, &snapshot, Some(n));
     }
     eprintln!(
-        "recovery: {} operations ({reference:?}), cut at {} of them",
+        "seed {seed:#x}: recovery: {} operations ({reference:?}), cut at {} of them",
         ops.len(),
         ns.len()
     );
@@ -537,12 +541,14 @@ fn cut_inside_recovery(all: bool) {
 
 #[test]
 fn a_power_cut_inside_recovery_then_a_full_recovery_gives_the_acknowledged_commits() {
-    cut_inside_recovery(false);
+    cut_inside_recovery(0x5AA8_0003, false);
 }
 
 #[test]
 #[ignore = "a run per operation of the recovery; run with --ignored"]
 fn a_power_cut_at_every_operation_of_recovery_then_a_full_recovery_gives_the_acknowledged_commits()
 {
-    cut_inside_recovery(true);
+    for k in 0..IGNORED_SEEDS {
+        cut_inside_recovery(0x5AA8_0003 + (k << 8), true);
+    }
 }
