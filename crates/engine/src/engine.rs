@@ -707,10 +707,17 @@ fn open_log(
             paths.insert(entry.space_id, path);
         }
         // Recovery's batches are bounded like InnoDB's (a share of the buffer pool).
-        let batch_bytes = (options.buffer_pool_bytes / 4).max(1 << 20);
+        let memory_bytes = options.buffer_pool_bytes.max(4 << 20);
         let progress = options.recovery_progress.as_deref();
-        let (log, report) =
-            recover(fs, dir, &paths, page_size, durability, batch_bytes, progress)?;
+        let (log, report) = recover(
+            fs,
+            dir,
+            &paths,
+            page_size,
+            durability,
+            memory_bytes,
+            progress,
+        )?;
         return Ok((log, Some(report)));
     }
     if catalog.pages_after_checkpoint() {

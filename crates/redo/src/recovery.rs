@@ -281,40 +281,54 @@ impl Recovery {
     }
 }
 
-impl Iterator for Recovery {
-    type Item = Result<RecoveredMtr>;
-
-    /// The next mtr up to the end of the log; `None` after the last. An I/O error is returned
-    /// once, and ends the iteration.
-    fn next(&mut self) -> Option<Self::Item> {
+impl Recovery {
+    /// The next mtr up to the end of the log as `(start LSN, end LSN, payload)`, the payload
+    /// borrowed from the read window until the next call (the iterator copies it; recovery's
+    /// hot loop need not). `Ok(None)` after the last. An I/O error is returned once, and ends
+    /// the iteration.
+    pub fn next_mtr(&mut self) -> Result<Option<(Lsn, Lsn, &[u8])>> {
         if self.ended || self.next >= self.end {
-            return None;
+            return Ok(None);
         }
         match self.next_frame() {
-            Ok(Some((start_lsn, end_lsn, _))) => {
-                let len = end_lsn - start_lsn - format::FRAME_OVERHEAD;
-                Some(Ok(RecoveredMtr {
-                    start_lsn,
-                    end_lsn,
-                    payload: self.bytes(start_lsn + 4, len).to_vec(),
-                }))
+            Ok(Some((start, end, _))) => {
+                let len = end - start - format::FRAME_OVERHEAD;
+                Ok(Some((start, end, self.bytes(start + 4, len))))
             }
             Ok(None) => {
                 // The first scan found valid frames up to `end`; the file changed under us.
                 self.ended = true;
-                Some(Err(RedoError::Corrupt {
+                Err(RedoError::Corrupt {
                     path: self.path.clone(),
                     offset: self.header.offset_of(self.next) + DATA_OFFSET,
                     what: format!(
                         "the frame at LSN {} was valid in the first scan and is not now",
                         self.next
                     ),
-                }))
+                })
             }
             Err(e) => {
                 self.ended = true;
-                Some(Err(e))
+                Err(e)
             }
         }
+    }
+}
+
+impl Iterator for Recovery {
+    type Item = Result<RecoveredMtr>;
+
+    /// The next mtr up to the end of the log; `None` after the last. An I/O error is returned
+    /// once, and ends the iteration.
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_mtr()
+            .map(|found| {
+                found.map(|(start_lsn, end_lsn, payload)| RecoveredMtr {
+                    start_lsn,
+                    end_lsn,
+                    payload: payload.to_vec(),
+                })
+            })
+            .transpose()
     }
 }

@@ -191,6 +191,21 @@ impl PowerCut {
         Ok(())
     }
 
+    /// Before a read: fails once the power is off, else shows it to the armed filter (as an
+    /// observer: a read is never counted, nor cut).
+    fn observe_read(&self, path: &Path, offset: u64) -> Result<(), IoError> {
+        let plan = self.state.plan.lock();
+        if plan.dead {
+            return Err(power_off(Op::Read, path, offset, 0));
+        }
+        if plan.who.is_some_and(Who::is_current) {
+            if let Some(filter) = plan.filter.as_ref() {
+                filter(Op::Read, path, offset);
+            }
+        }
+        Ok(())
+    }
+
     /// Before any other operation: fails once the power is off.
     fn alive(&self, op: Op, path: &Path) -> Result<(), IoError> {
         if self.state.plan.lock().dead {
@@ -270,7 +285,7 @@ impl fmt::Debug for CutFile {
 
 impl PageFile for CutFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<(), IoError> {
-        self.cut.alive(Op::Read, &self.path)?;
+        self.cut.observe_read(&self.path, offset)?;
         self.file.read_at(buf, offset)
     }
 

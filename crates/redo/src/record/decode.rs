@@ -318,73 +318,101 @@ pub fn apply<'r, 'a: 'r>(
     buf: &mut [u8],
     records: impl IntoIterator<Item = &'r Record<'a>>,
 ) -> Result<PageState, RecordError> {
-    let invalid = |what: String| RecordError::Invalid { page, what };
-    if PageSize::from_bytes(buf.len()).is_none() {
-        return Err(invalid(format!(
-            "a buffer of {} bytes is not a page",
-            buf.len()
-        )));
-    }
-    let p = buf.len();
+    check_page_buffer(page, buf)?;
     let mut state = PageState::Live;
     for rec in records.into_iter().filter(|r| r.page() == page) {
-        let (offset, len) = match *rec {
-            Record::Write { offset, data, .. } => (offset, data.len()),
-            Record::Memset { offset, len, .. } | Record::Memmove { offset, len, .. } => {
-                (offset, len)
-            }
-            Record::FreePage { .. } => {
-                state = PageState::Freed;
-                continue;
-            }
-            Record::InitPage { .. } => {
-                buf.fill(0);
-                state = PageState::Live;
-                continue;
-            }
-            Record::Option { .. } => continue,
-            Record::IndexReorganize { .. } => {
-                if state == PageState::Freed {
-                    return Err(invalid(
-                        "INDEX_REORGANIZE after FREE_PAGE without INIT_PAGE".into(),
-                    ));
-                }
-                reorganize(page, buf)?;
-                continue;
-            }
-        };
-        if state == PageState::Freed {
-            return Err(invalid("a change after FREE_PAGE without INIT_PAGE".into()));
-        }
-        let dest = buf
-            .get_mut(offset..offset.saturating_add(len))
-            .ok_or_else(|| {
-                invalid(format!(
-                    "change of {len} bytes at offset {offset} leaves the {p}-byte page"
-                ))
-            })?;
-        match *rec {
-            Record::Write { data, .. } => dest.copy_from_slice(data),
-            Record::Memset { pattern, .. } => {
-                if pattern.is_empty() {
-                    return Err(invalid("MEMSET with an empty pattern".into()));
-                }
-                for (d, s) in dest.iter_mut().zip(pattern.iter().cycle()) {
-                    *d = *s;
-                }
-            }
-            Record::Memmove { source, .. } => {
-                if source.checked_add(len).is_none_or(|end| end > p) {
-                    return Err(invalid(format!(
-                        "MEMMOVE source [{source}, {source} + {len}) leaves the {p}-byte page"
-                    )));
-                }
-                buf.copy_within(source..source + len, offset);
-            }
-            _ => {}
+        apply_one(page, buf, rec, &mut state)?;
+    }
+    Ok(state)
+}
+
+/// [`apply`] for the records of one whole mtr, `mtr` (its bytes as logged), decoded as they
+/// are applied: nothing is allocated. Recovery's path.
+///
+/// Fails as [`apply`] does, and with [`RecordError::Corrupt`] if the bytes do not decode.
+pub fn apply_mtr(page: PageId, buf: &mut [u8], mtr: &[u8]) -> Result<PageState, RecordError> {
+    let size = check_page_buffer(page, buf)?;
+    let mut state = PageState::Live;
+    for rec in RecordReader::new(mtr, size) {
+        let rec = rec?;
+        if rec.page() == page {
+            apply_one(page, buf, &rec, &mut state)?;
         }
     }
     Ok(state)
+}
+
+/// The page size of `buf`, or [`RecordError::Invalid`] if its length is not one.
+fn check_page_buffer(page: PageId, buf: &[u8]) -> Result<PageSize, RecordError> {
+    PageSize::from_bytes(buf.len()).ok_or_else(|| RecordError::Invalid {
+        page,
+        what: format!("a buffer of {} bytes is not a page", buf.len()),
+    })
+}
+
+/// Replays one record about `page` onto `buf` (a page size long), `state` carrying whether
+/// the page is freed from one record to the next.
+fn apply_one(
+    page: PageId,
+    buf: &mut [u8],
+    rec: &Record<'_>,
+    state: &mut PageState,
+) -> Result<(), RecordError> {
+    let invalid = |what: String| RecordError::Invalid { page, what };
+    let p = buf.len();
+    let (offset, len) = match *rec {
+        Record::Write { offset, data, .. } => (offset, data.len()),
+        Record::Memset { offset, len, .. } | Record::Memmove { offset, len, .. } => (offset, len),
+        Record::FreePage { .. } => {
+            *state = PageState::Freed;
+            return Ok(());
+        }
+        Record::InitPage { .. } => {
+            buf.fill(0);
+            *state = PageState::Live;
+            return Ok(());
+        }
+        Record::Option { .. } => return Ok(()),
+        Record::IndexReorganize { .. } => {
+            if *state == PageState::Freed {
+                return Err(invalid(
+                    "INDEX_REORGANIZE after FREE_PAGE without INIT_PAGE".into(),
+                ));
+            }
+            return reorganize(page, buf);
+        }
+    };
+    if *state == PageState::Freed {
+        return Err(invalid("a change after FREE_PAGE without INIT_PAGE".into()));
+    }
+    let dest = buf
+        .get_mut(offset..offset.saturating_add(len))
+        .ok_or_else(|| {
+            invalid(format!(
+                "change of {len} bytes at offset {offset} leaves the {p}-byte page"
+            ))
+        })?;
+    match *rec {
+        Record::Write { data, .. } => dest.copy_from_slice(data),
+        Record::Memset { pattern, .. } => {
+            if pattern.is_empty() {
+                return Err(invalid("MEMSET with an empty pattern".into()));
+            }
+            for (d, s) in dest.iter_mut().zip(pattern.iter().cycle()) {
+                *d = *s;
+            }
+        }
+        Record::Memmove { source, .. } => {
+            if source.checked_add(len).is_none_or(|end| end > p) {
+                return Err(invalid(format!(
+                    "MEMMOVE source [{source}, {source} + {len}) leaves the {p}-byte page"
+                )));
+            }
+            buf.copy_within(source..source + len, offset);
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Compacts index page `page` held in `buf` (a page size long), after validating its whole

@@ -21,7 +21,7 @@ mod writer;
 
 use barracuda_page::{PageId, PageSize};
 
-pub use decode::{apply, decode, PageState, RecordReader};
+pub use decode::{apply, apply_mtr, decode, PageState, RecordReader};
 pub use writer::MtrWriter;
 
 /// The record type, bits 6..4 of a record's first byte (`docs/FORMATS.md` §10.1).

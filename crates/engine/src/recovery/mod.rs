@@ -2,11 +2,13 @@
 //!
 //! From the newest valid checkpoint to the end of the last complete commit unit
 //! ([`Recovery`]), mtrs are read in order and their records sorted by page into a batch; when the
-//! batch holds `batch_bytes` of log (or the log ends) each page of it is read once, the records
-//! of every mtr newer than the page's LSN are applied in log order, and the page is written
-//! back. Cost is linear in the log: each mtr is decoded twice (once to learn its pages, once
-//! to apply), each page is read and written once per batch, and nothing compares an mtr with
+//! batch holds a quarter of recovery's memory (or the log ends) each page of it is fetched once
+//! into a page cache that outlives the batch, and the records of every mtr newer than the page's
+//! LSN are applied in log order. Pages are written back when the cache is full and at the end.
+//! Cost is linear in the log: each mtr is decoded twice (once to learn its pages, once to
+//! apply), each page is read and written once per cache fill, and nothing compares an mtr with
 //! another (the 2009 recovery seed: a quadratic check made recovery take 30 min instead of 3).
+//! See [`batch`] for the layout.
 //!
 //! Idempotent: a page written by an earlier, interrupted recovery carries the LSN of the last
 //! mtr applied to it, so the same mtrs are skipped the second time. The checkpoint moves only
@@ -17,17 +19,21 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use barracuda_io::{FileSystem, OpenOptions, PageFile};
-use barracuda_page::{
-    page_lsn, seal_page, set_page_lsn, verify_page, Lsn, PageId, PageSize, SpaceId,
-};
-use barracuda_redo::record::{apply, decode, Record};
-use barracuda_redo::{Durability, RecoveredMtr, Recovery, RedoLog};
+use barracuda_io::FileSystem;
+use barracuda_page::{Lsn, PageSize, SpaceId};
+use barracuda_redo::{Durability, Recovery, RedoLog};
 
-use crate::error::{Error, Result};
+use self::batch::{Batch, Files, PageCache};
+
+use crate::error::Result;
+
+mod batch;
+
+/// How often (in mtrs read) the progress handle and the `tracing` events are updated between
+/// batches: often enough for a watcher, rare enough to cost nothing per mtr.
+const PROGRESS_EVERY_MTRS: u64 = 4096;
 
 /// What the last recovery did, for `status()`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -252,14 +258,15 @@ impl RecoveryProgress {
 
 /// Replays the log of `dir` onto the tablespaces in `spaces` (space id → file; records for a
 /// space not listed belong to a dropped table and are skipped), syncs them, writes a checkpoint
-/// at the end of the log and returns the log open for appending.
+/// at the end of the log and returns the log open for appending. Holds at most about
+/// `memory_bytes`: a quarter for the batch of log being sorted, the rest for pages.
 pub(crate) fn recover(
     fs: &dyn FileSystem,
     dir: &Path,
     spaces: &HashMap<SpaceId, PathBuf>,
     page_size: PageSize,
     durability: Durability,
-    batch_bytes: usize,
+    memory_bytes: usize,
     progress: Option<&RecoveryProgress>,
 ) -> Result<(RedoLog, RecoveryReport)> {
     let quiet = RecoveryProgress::new();
@@ -271,7 +278,7 @@ pub(crate) fn recover(
         spaces,
         page_size,
         durability,
-        batch_bytes,
+        memory_bytes,
         progress,
     );
     progress.set_phase(if result.is_ok() {
@@ -289,10 +296,12 @@ fn replay(
     spaces: &HashMap<SpaceId, PathBuf>,
     page_size: PageSize,
     durability: Durability,
-    batch_bytes: usize,
+    memory_bytes: usize,
     progress: &RecoveryProgress,
 ) -> Result<(RedoLog, RecoveryReport)> {
     let started = Instant::now();
+    let batch_bytes = memory_bytes / 4;
+    let cache_bytes = memory_bytes - batch_bytes;
     let mut recovery = Recovery::open(fs, dir)?;
     let mut report = RecoveryReport {
         checkpoint_lsn: recovery.checkpoint_lsn(),
@@ -304,26 +313,30 @@ fn replay(
     progress.applying(report.checkpoint_lsn, report.end_lsn);
     let mut files = Files::new(fs, spaces);
     let mut batch = Batch::default();
+    let mut cache = PageCache::new(cache_bytes / page_size.bytes(), page_size);
     let mut next_progress = 10;
-    while let Some(mtr) = recovery.next() {
-        let mtr = mtr?;
+    while let Some((start, end, payload)) = recovery.next_mtr()? {
         report.mtrs += 1;
-        batch.add(mtr, page_size, spaces)?;
-        if batch.bytes >= batch_bytes {
-            batch.apply(&mut files, page_size, &mut report)?;
+        batch.add((start, end), payload, page_size, spaces)?;
+        let applied = batch.bytes() >= batch_bytes;
+        if applied {
+            batch.apply(&mut cache, &mut files, &mut report)?;
         }
-        progress.update(&report, recovery.scanned_lsn());
-        let percent = progress.percent();
-        if percent >= next_progress {
-            tracing::info!(
-                percent,
-                lsn = recovery.scanned_lsn(),
-                "redo recovery progress"
-            );
-            next_progress = percent - percent % 10 + 10;
+        if applied || report.mtrs.is_multiple_of(PROGRESS_EVERY_MTRS) {
+            progress.update(&report, recovery.scanned_lsn());
+            let percent = progress.percent();
+            if percent >= next_progress {
+                tracing::info!(
+                    percent,
+                    lsn = recovery.scanned_lsn(),
+                    "redo recovery progress"
+                );
+                next_progress = percent - percent % 10 + 10;
+            }
         }
     }
-    batch.apply(&mut files, page_size, &mut report)?;
+    batch.apply(&mut cache, &mut files, &mut report)?;
+    cache.write_back(&mut files, &mut report)?;
     progress.update(&report, recovery.scanned_lsn());
     progress.set_phase(RecoveryPhase::Finishing);
     files.finish()?;
@@ -343,184 +356,4 @@ fn replay(
         "redo recovery complete"
     );
     Ok((log, report))
-}
-
-/// Mtrs read but not applied yet, and the pages they change.
-#[derive(Default)]
-struct Batch {
-    mtrs: Vec<RecoveredMtr>,
-    /// Page → indices into `mtrs`, ascending (log order).
-    pages: HashMap<PageId, Vec<u32>>,
-    bytes: usize,
-}
-
-impl Batch {
-    fn add(
-        &mut self,
-        mtr: RecoveredMtr,
-        page_size: PageSize,
-        spaces: &HashMap<SpaceId, PathBuf>,
-    ) -> Result<()> {
-        let index = self.mtrs.len() as u32;
-        for record in decode(&mtr.payload, page_size).map_err(|e| bad_mtr(&mtr, &e))? {
-            let page = record.page();
-            if matches!(record, Record::Option { .. }) || !spaces.contains_key(&page.space_id) {
-                continue;
-            }
-            let list = self.pages.entry(page).or_default();
-            if list.last() != Some(&index) {
-                list.push(index);
-            }
-        }
-        self.bytes += mtr.payload.len();
-        self.mtrs.push(mtr);
-        Ok(())
-    }
-
-    /// Applies the batch page by page, in file order, and empties it.
-    fn apply(
-        &mut self,
-        files: &mut Files<'_>,
-        page_size: PageSize,
-        report: &mut RecoveryReport,
-    ) -> Result<()> {
-        if self.mtrs.is_empty() {
-            return Ok(());
-        }
-        report.batches += 1;
-        let decoded: Vec<Vec<Record<'_>>> = self
-            .mtrs
-            .iter()
-            .map(|m| decode(&m.payload, page_size).map_err(|e| bad_mtr(m, &e)))
-            .collect::<Result<_>>()?;
-        let mut order: Vec<(&PageId, &Vec<u32>)> = self.pages.iter().collect();
-        order.sort_unstable_by_key(|(id, _)| **id);
-        let mut buf = vec![0u8; page_size.bytes()];
-        for (&id, indices) in order {
-            let file = files.get(id.space_id)?;
-            let offset = u64::from(id.page_no) * page_size.bytes() as u64;
-            let initialised_first = indices.first().is_some_and(|&i| {
-                decoded
-                    .get(i as usize)
-                    .and_then(|records| records.iter().find(|r| r.page() == id))
-                    .is_some_and(|r| matches!(r, Record::InitPage { .. }))
-            });
-            let lsn = read_page(&*file, offset, id, page_size, initialised_first, &mut buf)?;
-            report.pages_read += 1;
-            let mut changed = false;
-            for &i in indices {
-                let (Some(mtr), Some(records)) =
-                    (self.mtrs.get(i as usize), decoded.get(i as usize))
-                else {
-                    continue;
-                };
-                // Log order: once one mtr is newer than the page, every later one is too.
-                if mtr.end_lsn <= lsn {
-                    continue;
-                }
-                apply(id, &mut buf, records).map_err(|e| bad_mtr(mtr, &e))?;
-                set_page_lsn(&mut buf, mtr.end_lsn);
-                changed = true;
-            }
-            if changed {
-                seal_page(&mut buf);
-                file.write_at(&buf, offset)?;
-                report.pages_written += 1;
-                files.touched(id.space_id);
-            }
-        }
-        self.mtrs.clear();
-        self.pages.clear();
-        self.bytes = 0;
-        Ok(())
-    }
-}
-
-/// Reads page `id` at `offset` into `buf` and returns its LSN: 0 for a page past the end of the
-/// file or all zeros (never written), and for a damaged page whose first record here rebuilds
-/// it from nothing (`INIT_PAGE`). Any other damaged page is an error naming it: redo records
-/// are byte changes to a page that must be intact (a torn page needs the doublewrite copy).
-fn read_page(
-    file: &dyn PageFile,
-    offset: u64,
-    id: PageId,
-    page_size: PageSize,
-    initialised_first: bool,
-    buf: &mut [u8],
-) -> Result<Lsn> {
-    let len = file.len()?;
-    if offset + page_size.bytes() as u64 > len {
-        buf.fill(0);
-        return Ok(0);
-    }
-    file.read_at(buf, offset)?;
-    if buf.iter().all(|&b| b == 0) {
-        return Ok(0);
-    }
-    match verify_page(buf, id, page_size) {
-        Ok(()) => Ok(page_lsn(buf).unwrap_or(0)),
-        Err(_) if initialised_first => {
-            buf.fill(0);
-            Ok(0)
-        }
-        Err(e) => Err(Error::page(file.path(), id, e)),
-    }
-}
-
-/// An mtr that the log's CRC accepted but whose records do not decode or apply: the log was
-/// written by a broken writer (or crafted), and recovery must stop rather than guess.
-fn bad_mtr(mtr: &RecoveredMtr, e: &barracuda_redo::record::RecordError) -> Error {
-    Error::Corrupt {
-        file: PathBuf::from("redo"),
-        what: format!("mtr at LSN {}..{}: {e}", mtr.start_lsn, mtr.end_lsn),
-    }
-}
-
-/// The tablespace files recovery writes, opened on first use.
-struct Files<'a> {
-    fs: &'a dyn FileSystem,
-    paths: &'a HashMap<SpaceId, PathBuf>,
-    open: HashMap<SpaceId, Arc<dyn PageFile>>,
-    touched: Vec<SpaceId>,
-}
-
-impl<'a> Files<'a> {
-    fn new(fs: &'a dyn FileSystem, paths: &'a HashMap<SpaceId, PathBuf>) -> Self {
-        Self {
-            fs,
-            paths,
-            open: HashMap::new(),
-            touched: Vec::new(),
-        }
-    }
-
-    fn get(&mut self, space: SpaceId) -> Result<Arc<dyn PageFile>> {
-        if let Some(file) = self.open.get(&space) {
-            return Ok(file.clone());
-        }
-        let path = self.paths.get(&space).ok_or_else(|| Error::Corrupt {
-            file: PathBuf::from("redo"),
-            what: format!("record for space {space}, which no table uses"),
-        })?;
-        let file = self.fs.open(path, &OpenOptions::new())?;
-        self.open.insert(space, file.clone());
-        Ok(file)
-    }
-
-    fn touched(&mut self, space: SpaceId) {
-        if !self.touched.contains(&space) {
-            self.touched.push(space);
-        }
-    }
-
-    /// Syncs the files recovery wrote. (File growth needs no repair: it is made durable before
-    /// any mtr records the new size, see `Tablespace::grow_to`.)
-    fn finish(&mut self) -> Result<()> {
-        for space in &self.touched {
-            if let Some(file) = self.open.get(space) {
-                file.sync_data()?;
-            }
-        }
-        Ok(())
-    }
 }
