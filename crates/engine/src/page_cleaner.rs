@@ -157,15 +157,17 @@ fn run(weak: &Weak<EngineInner>) {
     let mut innodb = InnoDbController::new();
     let mut pi = PiController::new(PiSettings::default());
     let mut last = Instant::now();
+    let mut woke = last;
     let mut flushed_since = 0u64;
     let mut period = PERIOD;
     loop {
         let Some(flushing) = weak.upgrade().map(|e| e.flushing.clone()) else {
             return;
         };
-        if flushing.sleep(period) {
+        if flushing.sleep(sleep_before_next_round(woke.elapsed(), period)) {
             return;
         }
+        woke = Instant::now();
         let Some(engine) = weak.upgrade() else {
             return;
         };
@@ -190,6 +192,17 @@ fn run(weak: &Weak<EngineInner>) {
             }
         }
     }
+}
+
+/// How long the cleaner sleeps before its next round, `since_round_start` after the previous
+/// one began: the rest of `period`, nothing if the round took longer. The controller's request
+/// is pages per second, so a round's own duration must count toward its period — sleeping a
+/// whole period after each round delivered `request / (1 s + round time)` pages per second,
+/// which fell behind the redo whenever rounds were slow (seen: rounds of 0.3–1 s under load,
+/// and the redo age reaching the sync point with the controller's request unmet).
+// InnoDB: pc_sleep_if_needed (buf0flu.cc), next_loop_time = round start + 1000 ms
+fn sleep_before_next_round(since_round_start: Duration, period: Duration) -> Duration {
+    period.saturating_sub(since_round_start)
 }
 
 /// The flush list seen through the pool, for the controller's LSN-target estimate.
@@ -309,5 +322,23 @@ impl EngineInner {
         self.flushing.sync_pages.fetch_add(pages, Ordering::Relaxed);
         tracing::debug!(pages, "synchronous flush at the redo sync point");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rounds_own_duration_counts_toward_its_period() {
+        let ms = Duration::from_millis;
+        assert_eq!(sleep_before_next_round(ms(0), PERIOD), PERIOD);
+        assert_eq!(sleep_before_next_round(ms(300), PERIOD), ms(700));
+        assert_eq!(
+            sleep_before_next_round(ms(1500), PERIOD),
+            Duration::ZERO,
+            "a round longer than its period is followed by the next at once"
+        );
+        assert_eq!(sleep_before_next_round(ms(20), URGENT_PERIOD), ms(30));
     }
 }
