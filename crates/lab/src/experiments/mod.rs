@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::report::{self, MachineInfo};
 use crate::LabResult;
 
+mod adaptive_flushing;
 mod free_list_stalls;
 mod group_commit;
 mod point_select;
@@ -69,6 +70,8 @@ pub struct Context {
     pub quick: bool,
     /// `--redo-mib`: MiB of redo to write, for experiments that write a volume of it.
     pub redo_mib: Option<u64>,
+    /// The output directory (`--out`), for files an experiment writes besides its JSON and SVG.
+    pub out: PathBuf,
 }
 
 /// One experiment of `barracuda lab`.
@@ -89,6 +92,7 @@ pub fn registry() -> Vec<Box<dyn Experiment>> {
         Box::new(point_select::PointSelect),
         Box::new(free_list_stalls::FreeListStalls),
         Box::new(read_ahead::ReadAhead),
+        Box::new(adaptive_flushing::AdaptiveFlushing),
         Box::new(group_commit::GroupCommit),
         Box::new(recovery::Recovery),
     ]
@@ -114,6 +118,7 @@ pub fn run(experiment: &dyn Experiment, settings: &Settings) -> LabResult<()> {
         dir: settings.dir.join(experiment.name()),
         quick: settings.quick,
         redo_mib: settings.redo_mib,
+        out: settings.out.clone(),
     };
     let machine = MachineInfo::collect();
     println!("=== barracuda lab {} ===", experiment.name());
