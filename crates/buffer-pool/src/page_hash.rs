@@ -6,39 +6,13 @@
 //! and evicted at once.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
-use barracuda_page::PageId;
+use barracuda_page::{PageId, PageIdBuildHasher};
 use parking_lot::{RwLock, RwLockWriteGuard};
 
 use crate::frame::Frames;
 
-/// A small multiplicative hasher for page ids (two `u32`s): much cheaper than SipHash, and page
-/// ids are not attacker-chosen keys.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct PageIdHasher(u64);
-
-impl Hasher for PageIdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type Map = HashMap<PageId, u32, BuildHasherDefault<PageIdHasher>>;
+type Map = HashMap<PageId, u32, PageIdBuildHasher>;
 
 /// Pages the hash is presized for (see [`PageHash::new`]).
 const PRESIZED_PAGES: usize = 1 << 16;
@@ -68,7 +42,7 @@ impl PageHash {
                 .map(|_| {
                     RwLock::new(Map::with_capacity_and_hasher(
                         per_shard,
-                        BuildHasherDefault::default(),
+                        PageIdBuildHasher::default(),
                     ))
                 })
                 .collect(),

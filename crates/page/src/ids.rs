@@ -139,3 +139,33 @@ mod tests {
         assert_eq!(PageSize::from_shift(11), None);
     }
 }
+
+/// A small multiplicative hasher for page ids (two `u32`s), for hash maps keyed by [`PageId`]:
+/// much cheaper than SipHash. Not collision-resistant: use it where the number of keys is
+/// bounded by memory the caller sized (the buffer pool, recovery's page cache), so that crafted
+/// ids can slow lookups down but not make them unbounded.
+#[derive(Default, Clone, Copy, Debug)]
+pub struct PageIdHasher(u64);
+
+/// The [`std::hash::BuildHasher`] of [`PageIdHasher`]: `HashMap<PageId, V, PageIdBuildHasher>`.
+pub type PageIdBuildHasher = std::hash::BuildHasherDefault<PageIdHasher>;
+
+impl std::hash::Hasher for PageIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}

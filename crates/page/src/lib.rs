@@ -47,7 +47,7 @@ pub use header::{
     checksum, page_lsn, seal_page, set_page_lsn, verify_page, FileHeader, PageType,
     FIL_HEADER_SIZE, FIL_TRAILER_SIZE, TRAILER_MAGIC,
 };
-pub use ids::{Lsn, PageId, PageNo, PageSize, SpaceId, FIL_NULL};
+pub use ids::{Lsn, PageId, PageIdBuildHasher, PageIdHasher, PageNo, PageSize, SpaceId, FIL_NULL};
 pub use index::{
     index_capacity, max_inline_value_len, max_key_len, max_overflow_prefix_len, max_record_size,
     record_size, IndexPage, Record, RecordRef, SplitPoint, ValueRef,

@@ -18,7 +18,8 @@ use std::sync::Arc;
 
 use barracuda_io::{FileSystem, OpenOptions, PageFile};
 use barracuda_page::{
-    page_lsn, seal_page, set_page_lsn, verify_page, Lsn, PageId, PageSize, SpaceId,
+    page_lsn, seal_page, set_page_lsn, verify_page, Lsn, PageId, PageIdBuildHasher, PageSize,
+    SpaceId,
 };
 use barracuda_redo::record::{apply_mtr, Record, RecordError, RecordReader};
 
@@ -115,8 +116,8 @@ impl Batch {
             let first = group.first().and_then(|&(_, m)| self.mtrs.get(m as usize));
             let initialised_first =
                 first.is_some_and(|m| self.first_record_inits(m, id, cache.page_size));
-            let buf = cache.page(id, initialised_first, files, report)?;
-            let lsn = page_lsn(buf).unwrap_or(0);
+            let page = cache.page(id, initialised_first, files, report)?;
+            let lsn = page.lsn;
             let mut changed = false;
             for &(_, m) in group {
                 let Some(mtr) = self.mtrs.get(m as usize) else {
@@ -127,12 +128,14 @@ impl Batch {
                     continue;
                 }
                 let payload = self.log.get(mtr.at..mtr.at + mtr.len).unwrap_or_default();
-                apply_mtr(id, buf, payload).map_err(|e| bad_mtr(mtr.start_lsn, mtr.end_lsn, &e))?;
-                set_page_lsn(buf, mtr.end_lsn);
+                apply_mtr(id, &mut page.buf, payload)
+                    .map_err(|e| bad_mtr(mtr.start_lsn, mtr.end_lsn, &e))?;
+                page.lsn = mtr.end_lsn;
                 changed = true;
             }
             if changed {
-                cache.mark_dirty(id);
+                set_page_lsn(&mut page.buf, page.lsn);
+                page.dirty = true;
             }
         }
         self.log.clear();
@@ -155,6 +158,8 @@ impl Batch {
 /// A page recovery has read (and maybe changed) and not written back yet.
 struct CachedPage {
     buf: Box<[u8]>,
+    /// The page's LSN, kept beside it: the check before each mtr then reads no page byte.
+    lsn: Lsn,
     dirty: bool,
 }
 
@@ -162,7 +167,7 @@ struct CachedPage {
 /// and the cache is full, every changed page is written back (in file order) and the cache
 /// emptied.
 pub(super) struct PageCache {
-    pages: HashMap<PageId, CachedPage>,
+    pages: HashMap<PageId, CachedPage, PageIdBuildHasher>,
     capacity: usize,
     page_size: PageSize,
 }
@@ -171,7 +176,7 @@ impl PageCache {
     /// A cache of at most `capacity` pages (at least one) of `page_size`.
     pub(super) fn new(capacity: usize, page_size: PageSize) -> Self {
         Self {
-            pages: HashMap::new(),
+            pages: HashMap::default(),
             capacity: capacity.max(1),
             page_size,
         }
@@ -185,7 +190,7 @@ impl PageCache {
         initialised_first: bool,
         files: &mut Files<'_>,
         report: &mut RecoveryReport,
-    ) -> Result<&mut [u8]> {
+    ) -> Result<&mut CachedPage> {
         if !self.pages.contains_key(&id) {
             if self.pages.len() >= self.capacity {
                 self.write_back(files, report)?;
@@ -194,21 +199,20 @@ impl PageCache {
             let file = files.get(id.space_id)?;
             read_page(&*file, id, self.page_size, initialised_first, &mut buf)?;
             report.pages_read += 1;
-            self.pages.insert(id, CachedPage { buf, dirty: false });
+            let lsn = page_lsn(&buf).unwrap_or(0);
+            self.pages.insert(
+                id,
+                CachedPage {
+                    buf,
+                    lsn,
+                    dirty: false,
+                },
+            );
         }
-        self.pages
-            .get_mut(&id)
-            .map(|p| &mut *p.buf)
-            .ok_or_else(|| Error::Corrupt {
-                file: PathBuf::from("redo"),
-                what: format!("recovery lost {id} from its page cache"),
-            })
-    }
-
-    fn mark_dirty(&mut self, id: PageId) {
-        if let Some(page) = self.pages.get_mut(&id) {
-            page.dirty = true;
-        }
+        self.pages.get_mut(&id).ok_or_else(|| Error::Corrupt {
+            file: PathBuf::from("redo"),
+            what: format!("recovery lost {id} from its page cache"),
+        })
     }
 
     /// Seals and writes every changed page, in file order, and empties the cache.

@@ -163,25 +163,15 @@ impl MtrWriter {
 
 /// The ranges where `a` and `b` (same length) differ, ascending, merged across gaps of at most
 /// [`MERGE_GAP`] equal bytes.
+///
+/// Most of a page is unchanged, so equal stretches are skipped a block at a time (one vectorised
+/// comparison per [`SKIP_BLOCK`] bytes) and the ends of a difference are found a word at a time.
 fn changed_ranges(a: &[u8], b: &[u8]) -> Vec<Range<usize>> {
     let mut out: Vec<Range<usize>> = Vec::new();
-    let mut i = 0;
     let n = a.len().min(b.len());
-    while i < n {
-        // Skip equal bytes 8 at a time: most of a page is unchanged.
-        let skip = a
-            .get(i..n)
-            .unwrap_or(&[])
-            .chunks(8)
-            .zip(b.get(i..n).unwrap_or(&[]).chunks(8))
-            .take_while(|(x, y)| x == y)
-            .count()
-            * 8;
-        i += skip;
-        let Some(start) = (i..n).find(|&k| a.get(k) != b.get(k)) else {
-            break;
-        };
-        let end = (start..n).find(|&k| a.get(k) == b.get(k)).unwrap_or(n);
+    let mut i = 0;
+    while let Some(start) = first_difference(a, b, i, n) {
+        let end = first_equal(a, b, start, n);
         match out.last_mut() {
             Some(last) if start - last.end <= MERGE_GAP => last.end = end,
             _ => out.push(start..end),
@@ -191,8 +181,51 @@ fn changed_ranges(a: &[u8], b: &[u8]) -> Vec<Range<usize>> {
     out
 }
 
+/// Bytes compared at once when skipping equal stretches.
+const SKIP_BLOCK: usize = 64;
+
+/// The first `k` in `from..n` with `a[k] != b[k]`.
+fn first_difference(a: &[u8], b: &[u8], from: usize, n: usize) -> Option<usize> {
+    let mut i = from;
+    while i + SKIP_BLOCK <= n && a.get(i..i + SKIP_BLOCK) == b.get(i..i + SKIP_BLOCK) {
+        i += SKIP_BLOCK;
+    }
+    while i + 8 <= n && word(a, i) == word(b, i) {
+        i += 8;
+    }
+    (i..n).find(|&k| a.get(k) != b.get(k))
+}
+
+/// The first `k` in `from..n` with `a[k] == b[k]` (`n` if none).
+fn first_equal(a: &[u8], b: &[u8], from: usize, n: usize) -> usize {
+    let mut i = from;
+    // A word with no equal byte: XOR has no zero byte.
+    while i + 8 <= n && !has_zero_byte(word(a, i) ^ word(b, i)) {
+        i += 8;
+    }
+    (i..n).find(|&k| a.get(k) == b.get(k)).unwrap_or(n)
+}
+
+/// The 8 bytes of `s` at `i` as a word (0 past the end: callers stay inside).
+fn word(s: &[u8], i: usize) -> u64 {
+    s.get(i..i + 8)
+        .and_then(|w| w.try_into().ok())
+        .map_or(0, u64::from_ne_bytes)
+}
+
+/// Whether one of the 8 bytes of `v` is zero (the classic bit trick).
+fn has_zero_byte(v: u64) -> bool {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    v.wrapping_sub(LOW) & !v & HIGH != 0
+}
+
 /// Within `r`, the longest run `[d, d + len)` with `after[d + k] == cur[d + k - shift]` for a
 /// shift in `±1..=MAX_SHIFT`, as `(dest, source, len)`, if at least [`MIN_RUN`] long.
+///
+/// A run of [`MIN_RUN`] (16) bytes contains a whole 8-aligned word, so a shift whose aligned
+/// words never match has no run worth a MEMMOVE and is rejected by word comparisons alone; the
+/// byte-exact search runs only for shifts that pass (usually the one a slot insert made).
 fn longest_shifted_run(cur: &[u8], after: &[u8], r: Range<usize>) -> Option<(usize, usize, usize)> {
     let n = cur.len();
     let mut best: Option<(usize, usize, usize)> = None;
@@ -204,10 +237,17 @@ fn longest_shifted_run(cur: &[u8], after: &[u8], r: Range<usize>) -> Option<(usi
             } else {
                 (r.start, r.end.min(n.saturating_sub(shift)))
             };
-            if hi <= lo {
+            if hi <= lo || hi - lo < MIN_RUN {
                 continue;
             }
             let src_lo = if forward { lo - shift } else { lo + shift };
+            let src_at = |d: usize| if forward { d - shift } else { d + shift };
+            let any_word = (lo.next_multiple_of(8)..hi.saturating_sub(7))
+                .step_by(8)
+                .any(|d| word(after, d) == word(cur, src_at(d)));
+            if !any_word {
+                continue;
+            }
             let (Some(dst), Some(src)) = (after.get(lo..hi), cur.get(src_lo..src_lo + (hi - lo)))
             else {
                 continue;
@@ -232,4 +272,105 @@ fn longest_shifted_run(cur: &[u8], after: &[u8], r: Range<usize>) -> Option<(usi
         }
     }
     best
+}
+
+#[cfg(test)]
+#[expect(
+    clippy::indexing_slicing,
+    reason = "the byte-at-a-time references index inside the slices they loop over"
+)]
+mod tests {
+    use std::ops::Range;
+
+    use proptest::prelude::*;
+
+    use super::{changed_ranges, longest_shifted_run, MAX_SHIFT, MERGE_GAP, MIN_RUN};
+
+    /// The byte-at-a-time definition the fast versions must match.
+    fn changed_ranges_reference(a: &[u8], b: &[u8]) -> Vec<Range<usize>> {
+        let mut out: Vec<Range<usize>> = Vec::new();
+        let mut i = 0;
+        let n = a.len().min(b.len());
+        while let Some(start) = (i..n).find(|&k| a[k] != b[k]) {
+            let end = (start..n).find(|&k| a[k] == b[k]).unwrap_or(n);
+            match out.last_mut() {
+                Some(last) if start - last.end <= MERGE_GAP => last.end = end,
+                _ => out.push(start..end),
+            }
+            i = end;
+        }
+        out
+    }
+
+    fn longest_shifted_run_reference(
+        cur: &[u8],
+        after: &[u8],
+        r: Range<usize>,
+    ) -> Option<(usize, usize, usize)> {
+        let n = cur.len();
+        let mut best: Option<(usize, usize, usize)> = None;
+        for shift in 1..=MAX_SHIFT {
+            for forward in [true, false] {
+                let (lo, hi) = if forward {
+                    (r.start.max(shift), r.end)
+                } else {
+                    (r.start, r.end.min(n.saturating_sub(shift)))
+                };
+                if hi <= lo {
+                    continue;
+                }
+                let src_lo = if forward { lo - shift } else { lo + shift };
+                let mut run_start = 0;
+                for k in 0..=(hi - lo) {
+                    if k < hi - lo && after[lo + k] == cur[src_lo + k] {
+                        continue;
+                    }
+                    let len = k - run_start;
+                    if len >= MIN_RUN && best.is_none_or(|(_, _, l)| len > l) {
+                        best = Some((lo + run_start, src_lo + run_start, len));
+                    }
+                    run_start = k + 1;
+                }
+            }
+        }
+        best
+    }
+
+    /// A page and an edited copy: byte flips, zeroed and copied stretches, shifted runs.
+    fn page_pair() -> impl Strategy<Value = (Vec<u8>, Vec<u8>)> {
+        (
+            prop::collection::vec(0u8..4, 512),
+            prop::collection::vec((0usize..512, 1usize..80, 0u8..4, -20i32..20), 0..12),
+        )
+            .prop_map(|(before, edits)| {
+                let mut after = before.clone();
+                for (at, len, kind, shift) in edits {
+                    let end = (at + len).min(after.len());
+                    match kind {
+                        0 => after[at..end].iter_mut().for_each(|b| *b ^= 0x5A),
+                        1 => after[at..end].fill(0),
+                        _ => {
+                            let src = usize::try_from(at as i32 + shift).unwrap_or(0).min(after.len());
+                            let len = (end - at).min(after.len().saturating_sub(src));
+                            after.copy_within(src..src + len, at);
+                        }
+                    }
+                }
+                (before, after)
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn fast_scans_match_the_byte_at_a_time_definitions((before, after) in page_pair()) {
+            let ranges = changed_ranges(&before, &after);
+            prop_assert_eq!(&ranges, &changed_ranges_reference(&before, &after));
+            for r in ranges {
+                prop_assert_eq!(
+                    longest_shifted_run(&before, &after, r.clone()),
+                    longest_shifted_run_reference(&before, &after, r)
+                );
+            }
+        }
+    }
 }
