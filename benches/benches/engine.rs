@@ -3,6 +3,10 @@
 //!
 //! `cargo bench -p barracuda-benches --bench engine`. Sizes: `BARRACUDA_BENCH_ROWS`
 //! (default 1,000,000 rows of 8-byte big-endian keys and 180-byte values, as sysbench's).
+//! Durability of the commits: `BARRACUDA_BENCH_DURABILITY` = `background` (default: the redo
+//! log is written and synced by its background thread, InnoDB's
+//! `innodb_flush_log_at_trx_commit = 0`, so a batch pays no fsync), `second` (written at each
+//! commit, synced once a second) or `sync` (synced at each commit).
 
 #![allow(
     clippy::unwrap_used,
@@ -20,7 +24,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use barracuda::{Engine, EngineOptions, Table, TableOptions};
+use barracuda::{Durability, Engine, EngineOptions, Table, TableOptions};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 
 const VALUE_LEN: usize = 180;
@@ -73,8 +77,22 @@ fn load(db: &Engine, t: &Table, n: u64) {
     }
 }
 
+fn durability() -> Durability {
+    match std::env::var("BARRACUDA_BENCH_DURABILITY").as_deref() {
+        Ok("sync") => Durability::SyncEachCommit,
+        Ok("second") => Durability::SyncEverySecond,
+        Ok("background") | Err(_) => Durability::Background,
+        Ok(other) => {
+            panic!("BARRACUDA_BENCH_DURABILITY={other}: expected sync, second or background")
+        }
+    }
+}
+
 fn open(dir: &std::path::Path, pool_bytes: usize) -> Engine {
-    Engine::open(dir, EngineOptions::default().buffer_pool_bytes(pool_bytes)).unwrap()
+    let options = EngineOptions::default()
+        .buffer_pool_bytes(pool_bytes)
+        .durability(durability());
+    Engine::open(dir, options).unwrap()
 }
 
 fn point_get(c: &mut Criterion) {

@@ -112,14 +112,28 @@ impl MtrWriter {
         let mut work: Option<Vec<u8>> = None;
         for r in ranges.iter().filter(|r| r.len() >= MIN_SEARCH) {
             let cur = work.as_deref().unwrap_or(before);
+            // Bytes written into zeroed space (a record appended to the heap) have nothing to
+            // move from: a run copied out of zeros is zeros, which MEMSET logs as cheaply. (A
+            // run could still start in the up to `MAX_SHIFT` bytes before the range; giving
+            // that up costs at most a few bytes of log.)
+            if cur
+                .get(r.clone())
+                .is_some_and(|w| w.iter().all(|&b| b == 0))
+            {
+                continue;
+            }
             if let Some((dest, source, len)) = longest_shifted_run(cur, after, r.clone()) {
                 self.memmove(page, dest, source, len)?;
                 work.get_or_insert_with(|| before.to_vec())
                     .copy_within(source..source + len, dest);
             }
         }
-        let base = work.as_deref().unwrap_or(before);
-        for r in changed_ranges(base, after) {
+        // Without a MEMMOVE the working copy is `before`: its ranges are the ones found above.
+        let ranges = match work.as_deref() {
+            Some(base) => changed_ranges(base, after),
+            None => ranges,
+        };
+        for r in ranges {
             let bytes = after.get(r.clone()).unwrap_or(&[]);
             match bytes.split_first() {
                 Some((&b, tail)) if bytes.len() >= MIN_MEMSET && tail.iter().all(|&x| x == b) => {
@@ -181,12 +195,18 @@ fn changed_ranges(a: &[u8], b: &[u8]) -> Vec<Range<usize>> {
     out
 }
 
-/// Bytes compared at once when skipping equal stretches.
+/// Bytes compared at once when skipping equal stretches: first in big blocks (few calls over
+/// a mostly unchanged page), then in small ones near a difference.
+const BIG_SKIP_BLOCK: usize = 1024;
+/// See [`BIG_SKIP_BLOCK`].
 const SKIP_BLOCK: usize = 64;
 
 /// The first `k` in `from..n` with `a[k] != b[k]`.
 fn first_difference(a: &[u8], b: &[u8], from: usize, n: usize) -> Option<usize> {
     let mut i = from;
+    while i + BIG_SKIP_BLOCK <= n && a.get(i..i + BIG_SKIP_BLOCK) == b.get(i..i + BIG_SKIP_BLOCK) {
+        i += BIG_SKIP_BLOCK;
+    }
     while i + SKIP_BLOCK <= n && a.get(i..i + SKIP_BLOCK) == b.get(i..i + SKIP_BLOCK) {
         i += SKIP_BLOCK;
     }
@@ -211,6 +231,12 @@ fn word(s: &[u8], i: usize) -> u64 {
     s.get(i..i + 8)
         .and_then(|w| w.try_into().ok())
         .map_or(0, u64::from_ne_bytes)
+}
+
+/// An 8-byte chunk (from `chunks_exact(8)`) as a word, compared inline rather than by a
+/// `memcmp` call.
+fn as_word(chunk: &[u8]) -> u64 {
+    <[u8; 8]>::try_from(chunk).map_or(0, u64::from_ne_bytes)
 }
 
 /// Whether one of the 8 bytes of `v` is zero (the classic bit trick).
@@ -241,10 +267,17 @@ fn longest_shifted_run(cur: &[u8], after: &[u8], r: Range<usize>) -> Option<(usi
                 continue;
             }
             let src_lo = if forward { lo - shift } else { lo + shift };
-            let src_at = |d: usize| if forward { d - shift } else { d + shift };
-            let any_word = (lo.next_multiple_of(8)..hi.saturating_sub(7))
-                .step_by(8)
-                .any(|d| word(after, d) == word(cur, src_at(d)));
+            let d0 = lo.next_multiple_of(8);
+            let words = hi.saturating_sub(d0) / 8;
+            let s0 = if forward { d0 - shift } else { d0 + shift };
+            let (Some(a), Some(c)) = (after.get(d0..d0 + 8 * words), cur.get(s0..s0 + 8 * words))
+            else {
+                continue;
+            };
+            let any_word = a
+                .chunks_exact(8)
+                .zip(c.chunks_exact(8))
+                .any(|(x, y)| as_word(x) == as_word(y));
             if !any_word {
                 continue;
             }
@@ -350,7 +383,9 @@ mod tests {
                         0 => after[at..end].iter_mut().for_each(|b| *b ^= 0x5A),
                         1 => after[at..end].fill(0),
                         _ => {
-                            let src = usize::try_from(at as i32 + shift).unwrap_or(0).min(after.len());
+                            let src = usize::try_from(at as i32 + shift)
+                                .unwrap_or(0)
+                                .min(after.len());
                             let len = (end - at).min(after.len().saturating_sub(src));
                             after.copy_within(src..src + len, at);
                         }
