@@ -428,7 +428,7 @@ impl RedoLog {
 
     /// Ends a commit unit whose last frame, `last` (its start and end LSN), was appended with
     /// `continues = true` and is the newest frame of the log. If no writer has taken that frame
-    /// from the log buffer yet, its [`CONTINUES`](crate::format::CONTINUES) bit is cleared in
+    /// from the log buffer yet, its `CONTINUES` flag (FORMATS §9.3) is cleared in
     /// place and its CRC recomputed: the unit ends with no extra log bytes (a one-mtr
     /// transaction costs no commit frame). Otherwise `end_frame` (records that change no page)
     /// is appended as the unit's last frame. Returns the LSN the unit's commit must be durable
