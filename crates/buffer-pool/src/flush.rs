@@ -103,6 +103,20 @@ impl Inner {
         // Checked before anything is latched; a stop that comes while this batch is being
         // written is caught by the check under the latches below.
         self.check_writes_allowed()?;
+        // The log first, with no page latched: its sync can take hundreds of milliseconds on a
+        // busy disk, and a writer needing one of these pages would wait that long holding
+        // whatever it holds (the engine's commit lock). A page changed again before it is
+        // latched needs more, which the call under the latches below does (usually nothing).
+        let newest_unlatched = claimed
+            .frames
+            .iter()
+            .filter(|&&f| !self.behind_write_barrier(f))
+            .map(|&f| self.frames.frame(f).desc.newest())
+            .max()
+            .unwrap_or(0);
+        if newest_unlatched > 0 {
+            self.store.flush_log_up_to(newest_unlatched)?;
+        }
         let mut latched = Vec::with_capacity(claimed.len());
         for &f in &claimed.frames {
             let frame = &self.frames.frame(f);

@@ -9,8 +9,10 @@
 //!   start: the pool writes no page holding a change of the open unit, so a crash before the
 //!   unit's last frame leaves neither its log (recovery discards incomplete units) nor its pages.
 //! - **WAL for units.** A page may hold changes of a closed unit whose last frame is past the
-//!   page's newest LSN; [`durable_lsn_for_page`] extends the WAL target to the end of the last
-//!   closed unit, so a page never reaches disk before the frame that makes its unit complete.
+//!   page's newest LSN; [`durable_lsn_for_page`] extends the WAL target to the end of that unit
+//!   (the first unit end at or above the page's newest LSN: units do not interleave), so a page
+//!   never reaches disk before the frame that makes its unit complete — and, unlike extending it
+//!   to the newest unit's end, a page write does not wait for the log of commits made since.
 //! - **Flush order.** An mtr gets its LSN range under `in_flight` and stays registered there
 //!   until its pages are on the flush list ([`LogSink::mtr_closed`]); [`checkpoint_limit`] reads
 //!   the log's end and the oldest registered start under the same lock, so a checkpoint never
@@ -21,7 +23,7 @@
 //! [`durable_lsn_for_page`]: RedoSink::durable_lsn_for_page
 //! [`checkpoint_limit`]: RedoSink::checkpoint_limit
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
@@ -37,6 +39,9 @@ use barracuda_redo::RedoLog;
 /// it is.
 const UNIT_END_TAG: &[u8] = b"commit";
 
+/// How many unit closes between two trims of [`RedoSink::unit_ends`].
+const TRIM_EVERY: usize = 1024;
+
 /// The redo log as the B-tree's log sink.
 pub(crate) struct RedoSink {
     log: RedoLog,
@@ -51,8 +56,9 @@ pub(crate) struct RedoSink {
     /// One above the log's end when the open unit began (pages whose newest change is at or
     /// above it hold the unit's changes), `Lsn::MAX` when none is open (read by page writers).
     barrier: AtomicU64,
-    /// The end of the last closed unit (or lone mtr).
-    last_unit_end: AtomicU64,
+    /// The ends of the units (and lone mtrs) closed since the log was last known durable past
+    /// them, ascending; older ones are dropped every [`TRIM_EVERY`] closes.
+    unit_ends: Mutex<VecDeque<Lsn>>,
     /// Pages the open unit allocated that were free when it began: they may be written before
     /// the unit completes (if it never does, they are free again and their bytes irrelevant).
     /// Pages the unit freed are kept out, so a page freed and reallocated by the unit keeps its
@@ -79,7 +85,7 @@ impl RedoSink {
             in_flight: Mutex::new(BTreeMap::new()),
             unit: Mutex::new(None),
             barrier: AtomicU64::new(Lsn::MAX),
-            last_unit_end: AtomicU64::new(end),
+            unit_ends: Mutex::new(VecDeque::from([end])),
             stealable: Mutex::new((HashSet::new(), HashSet::new())),
             record_bytes: AtomicU64::new(0),
         }
@@ -142,7 +148,7 @@ impl RedoSink {
         };
         // The end first: a page writer that sees the barrier lifted must also see how far the
         // log must be durable.
-        self.last_unit_end.fetch_max(end, Ordering::SeqCst);
+        self.unit_closed(end);
         self.barrier.store(Lsn::MAX, Ordering::SeqCst);
         let mut sets = self.stealable.lock();
         sets.0.clear();
@@ -187,10 +193,29 @@ impl RedoSink {
     }
 
     /// The LSN the log must be durable up to before a page whose newest change is `newest` is
-    /// written: `newest`, or the end of the unit it belongs to. Units close in LSN order, so the
-    /// end of the last closed unit covers every closed unit.
+    /// written: the end of the unit that change belongs to — the first unit end at or above
+    /// `newest`, since units do not interleave. With none (the change is in the open unit, whose
+    /// pages the write barrier holds back, or a dropped end was durable anyway) `newest`.
     pub(crate) fn durable_lsn_for_page(&self, newest: Lsn) -> Lsn {
-        newest.max(self.last_unit_end.load(Ordering::SeqCst))
+        let ends = self.unit_ends.lock();
+        let i = ends.partition_point(|&end| end < newest);
+        ends.get(i).copied().unwrap_or(newest)
+    }
+
+    /// Records the end of a unit (or lone mtr) that just closed. Ends the log is durable past
+    /// are dropped now and then: a page whose unit ended there needs nothing more, and the
+    /// lookup then answers a later end (more than needed, never less).
+    fn unit_closed(&self, end: Lsn) {
+        let mut ends = self.unit_ends.lock();
+        if ends.back().is_none_or(|&last| last < end) {
+            ends.push_back(end);
+        }
+        if ends.len().is_multiple_of(TRIM_EVERY) {
+            let durable = self.log.flushed_lsn();
+            while ends.len() > 1 && ends.front().is_some_and(|&e| e <= durable) {
+                ends.pop_front();
+            }
+        }
     }
 
     /// The highest LSN a checkpoint may be written at, given the oldest modification of the
@@ -263,9 +288,7 @@ impl LogSink for RedoSink {
             *registered.entry(range.0).or_insert(0) += 1;
             match unit.as_mut() {
                 Some(open) => open.last = Some(range),
-                None => {
-                    self.last_unit_end.fetch_max(range.1, Ordering::SeqCst);
-                }
+                None => self.unit_closed(range.1),
             }
             range
         };
@@ -331,6 +354,32 @@ mod tests {
             after: &after,
         }];
         sink.commit_mtr(&MtrSummary { pages: &pages }).unwrap()
+    }
+
+    /// A page's WAL target is the end of its own unit, not the newest unit's: a page written
+    /// while later commits are being made does not wait for their log.
+    #[test]
+    fn a_page_waits_for_the_end_of_its_own_unit_only() {
+        let sink = sink();
+        sink.begin_unit();
+        let a1 = mtr(&sink, 1);
+        let a2 = mtr(&sink, 2);
+        let end_a = sink.end_unit().unwrap().unwrap();
+        sink.begin_unit();
+        let b1 = mtr(&sink, 3);
+        assert_eq!(
+            sink.durable_lsn_for_page(b1.end),
+            b1.end,
+            "a change of the open unit has no unit end yet"
+        );
+        let b2 = mtr(&sink, 4);
+        let end_b = sink.end_unit().unwrap().unwrap();
+        let lone = mtr(&sink, 5);
+        assert!(a2.end <= end_a && end_a < b1.end && b2.end <= end_b && end_b < lone.end);
+        assert_eq!(sink.durable_lsn_for_page(a1.end), end_a);
+        assert_eq!(sink.durable_lsn_for_page(a2.end), end_a);
+        assert_eq!(sink.durable_lsn_for_page(b1.end), end_b);
+        assert_eq!(sink.durable_lsn_for_page(lone.end), lone.end);
     }
 
     /// A model of the pool's flush list: oldest modification → pages.
