@@ -72,7 +72,24 @@ pub fn value(id: u64) -> Vec<u8> {
 /// Creates the database in `dir` (which must not hold one) and loads `rows` rows into
 /// [`TABLE`]; closes it. Returns the size of the table's B-tree in bytes.
 pub fn load(dir: &Path, rows: u64, pool_bytes: usize) -> LabResult<u64> {
-    let db = Engine::open(dir, EngineOptions::default().buffer_pool_bytes(pool_bytes))?;
+    load_with(
+        dir,
+        rows,
+        EngineOptions::default().buffer_pool_bytes(pool_bytes),
+        value,
+    )
+}
+
+/// [`load`] with the engine opened with `options` and row `k` given the value `value(k)`:
+/// batches of [`LOAD_BATCH`] rows in key order, the tree checked (every record there), then
+/// closed. Returns the size of the table's B-tree in bytes.
+pub fn load_with(
+    dir: &Path,
+    rows: u64,
+    options: EngineOptions,
+    value: impl Fn(u64) -> Vec<u8>,
+) -> LabResult<u64> {
+    let db = Engine::open(dir, options)?;
     let table = db.create_table(TABLE, TableOptions::default())?;
     let mut progress = Progress::new("loading", rows, "rows");
     let mut id = 0;

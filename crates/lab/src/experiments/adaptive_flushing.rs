@@ -31,7 +31,6 @@ use std::time::{Duration, Instant};
 
 use barracuda::{
     Durability, Engine, EngineOptions, EngineStatus, FlushControllerKind, FlushSettings, Table,
-    TableOptions,
 };
 use hdrhistogram::Histogram;
 use serde_json::json;
@@ -53,8 +52,6 @@ const MIN_REDO: u64 = 4 << 20;
 /// Buffer pool size / table size: the pool holds the whole table with room to spare, so no page
 /// is evicted and every page write is for the checkpoint, as in the seed's runs.
 const POOL_TO_TABLE: u64 = 2;
-/// Rows loaded per transaction.
-const LOAD_BATCH: u64 = 1000;
 
 /// One run's configuration.
 #[derive(Clone, Copy, Debug)]
@@ -279,33 +276,7 @@ fn load(dir: &Path, rows: u64, redo_capacity: u64) -> LabResult<u64> {
     let options = EngineOptions::default()
         .redo_log_capacity(redo_capacity)
         .durability(Durability::SyncEverySecond);
-    let db = Engine::open(dir, options)?;
-    let table = db.create_table(workload::TABLE, TableOptions::default())?;
-    let mut progress = crate::progress::Progress::new("loading", rows, "rows");
-    let mut id = 0;
-    while id < rows {
-        let end = (id + LOAD_BATCH).min(rows);
-        let mut tx = db.begin();
-        for k in id..end {
-            tx.put(&table, &workload::key(k), &workload::value(k))?;
-        }
-        tx.commit()?;
-        id = end;
-        progress.set(id);
-    }
-    progress.finish();
-    let tree = db.check_table(&table)?;
-    if tree.records != rows {
-        return Err(format!(
-            "engine bug: {} records in the tree after loading {rows}",
-            tree.records
-        )
-        .into());
-    }
-    let pages = tree.leaf_pages + tree.internal_pages + tree.overflow_pages;
-    let bytes = pages * db.page_size().bytes() as u64;
-    db.close()?;
-    Ok(bytes)
+    workload::load_with(dir, rows, options, workload::value)
 }
 
 /// Opens the database cold with `setting`, reads every row once, then runs the update threads

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use barracuda::{Durability, Engine, EngineOptions, FlushSettings, RecoveryReport, TableOptions};
+use barracuda::{Durability, Engine, EngineOptions, FlushSettings, RecoveryReport};
 use serde_json::json;
 
 use super::{Context, Experiment, Outcome, Sizes};
@@ -43,8 +43,6 @@ const TARGET_FULL: u64 = 1 << 30;
 const TARGET_QUICK: u64 = 64 << 20;
 /// The largest `--redo-mib`: the log, twice as large, must stay within the format's 1 TiB.
 const MAX_TARGET_MIB: u64 = 1 << 19;
-/// Rows per load transaction.
-const LOAD_BATCH: u64 = 1000;
 /// Rows per writer transaction.
 const ROWS_PER_TX: u64 = 10;
 /// The shared data set (GCIDE dictionary text), relative to the project root.
@@ -345,39 +343,11 @@ fn load(
     capacity: u64,
     values: &Values,
 ) -> LabResult<u64> {
-    let db = Engine::open(
-        dir,
-        EngineOptions::default()
-            .buffer_pool_bytes(pool_bytes)
-            .redo_log_capacity(capacity)
-            .durability(Durability::SyncEverySecond),
-    )?;
-    let table = db.create_table(workload::TABLE, TableOptions::default())?;
-    let mut progress = Progress::new("loading", rows, "rows");
-    let mut id = 0;
-    while id < rows {
-        let end = (id + LOAD_BATCH).min(rows);
-        let mut tx = db.begin();
-        for k in id..end {
-            tx.put(&table, &workload::key(k), &values.get(k))?;
-        }
-        tx.commit()?;
-        id = end;
-        progress.set(id);
-    }
-    progress.finish();
-    let tree = db.check_table(&table)?;
-    if tree.records != rows {
-        return Err(format!(
-            "engine bug: {} records in the tree after loading {rows}",
-            tree.records
-        )
-        .into());
-    }
-    let bytes = (tree.leaf_pages + tree.internal_pages + tree.overflow_pages)
-        * db.page_size().bytes() as u64;
-    db.close()?;
-    Ok(bytes)
+    let options = EngineOptions::default()
+        .buffer_pool_bytes(pool_bytes)
+        .redo_log_capacity(capacity)
+        .durability(Durability::SyncEverySecond);
+    workload::load_with(dir, rows, options, |k| values.get(k))
 }
 
 /// What the writer reported when the target was reached.
