@@ -317,9 +317,12 @@ mod tests {
         assert_eq!(resident_bytes(&frames), 0);
         frames.frame(40_000).latch.write().fill(1);
         let resident = resident_bytes(&frames);
-        // One frame, or the one transparent huge page holding it if the kernel uses them here.
+        // One frame, or the transparent huge pages around it if the kernel uses them here. A
+        // frame may straddle two 2 MiB regions, and the kernel may back one side with a huge
+        // page and the other with small ones (CI once saw 2 MiB + 16 KiB), so the bound is two
+        // huge pages: what this proves is that the rest of the GiB stayed unbacked.
         assert!(
-            (PageSize::K16.bytes()..=2 << 20).contains(&resident),
+            (PageSize::K16.bytes()..=4 << 20).contains(&resident),
             "{resident} bytes resident after touching one frame"
         );
     }
