@@ -6,13 +6,17 @@
 //! [`FlushRequest`]. Nothing here reads a clock, a lock or a file, so every decision can be replayed
 //! in a test. [`InnoDbController`] is InnoDB's controller, formula for formula; [`PiController`] is
 //! a simpler one of ours to compare it against. [`FlushPoints`] are the async/sync limits the engine
-//! enforces on top of any controller.
+//! enforces on top of any controller: [`deadline_plan`] is the page-write rate that keeps the age
+//! under the async point at the measured redo rate ([`RedoRate`]), and [`sync_flush_lsn`] how far
+//! a flush for committers past the sync point goes.
 
+mod deadline;
 mod innodb;
 mod pi;
 mod points;
 mod settings;
 
+pub use deadline::{deadline_plan, sync_flush_lsn, DeadlineInput, DeadlinePlan, RedoRate};
 pub use innodb::{pct_for_dirty, pct_for_lsn, InnoDbController};
 pub use pi::{PiController, PiSettings};
 pub use points::{CheckpointUrgency, FlushPoints, FlushUrgency, LogTooSmall};
