@@ -1,327 +1,312 @@
-//! Recovery's apply machinery: a [`Batch`] of mtrs sorted by page, applied onto pages held in a
-//! [`PageCache`] that outlives the batch, written back to the [`Files`] when it is full or
-//! recovery ends.
+//! A [`Batch`]: mtrs read from the log but not applied yet, their payloads back to back in one
+//! buffer, and for each apply thread the list of `(page, mtr)` changes of the pages it owns.
 //!
-//! Why a cache across batches: the log is read in memory-bounded batches, and a random-update
-//! workload touches every page in every batch. Reading and writing each page once per batch
-//! made recovery cost `batches × table size` of page I/O (18 × the table for 1 GiB of log with
-//! a 229 MiB pool); with the pages kept, each is read once and written once while they fit.
-//!
-//! Why no per-mtr allocation: an update mtr is ~190 bytes, and 1 GiB of log is 5.6 million of
-//! them. The batch keeps every payload in one buffer, a `(page, mtr)` pair per page change in
-//! one vector sorted at apply (no hash map of vectors), and records are decoded while they are
-//! applied ([`apply_mtr`]).
+//! Why no per-mtr allocation and no hash map of lists: an update mtr is ~190 bytes, and 1 GiB of
+//! log is 5.6 million of them. A change is 16 bytes in a flat vector, appended in log order and
+//! sorted by page with a stable radix sort at apply (two passes over the page-number bytes that
+//! vary, instead of a comparison sort), so each page's mtrs stay in log order.
+// InnoDB: recv_sys_t::pages (a map page → list of records); a flat sorted vector instead.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use barracuda_io::{FileSystem, OpenOptions, PageFile};
-use barracuda_page::{
-    page_lsn, seal_page, set_page_lsn, verify_page, Lsn, PageId, PageIdBuildHasher, PageSize,
-    SpaceId,
-};
-use barracuda_redo::record::{apply_mtr, Record, RecordError, RecordReader};
+use barracuda_page::{Lsn, PageId, PageSize, SpaceId};
+use barracuda_redo::record::{Record, RecordError, RecordReader};
 
-use super::RecoveryReport;
 use crate::error::{Error, Result};
 
 /// One mtr of a batch: its LSN range and where its payload is in [`Batch::log`].
-struct BatchMtr {
-    start_lsn: Lsn,
-    end_lsn: Lsn,
+#[derive(Clone, Copy, Debug)]
+pub(super) struct BatchMtr {
+    pub(super) start_lsn: Lsn,
+    pub(super) end_lsn: Lsn,
     at: usize,
     len: usize,
 }
 
-/// Mtrs read but not applied yet, and the pages they change.
-#[derive(Default)]
+/// A page change: page `key` (see [`page_key`]) is changed by the mtr at index `mtr` of the
+/// batch, first at byte `at` of the page (a hint for prefetching; 0 if the first record
+/// changes no byte range). 16 bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Change {
+    pub(super) key: u64,
+    pub(super) mtr: u32,
+    pub(super) at: u32,
+}
+
+impl Change {
+    /// Whether `self` and `other` are the same page and mtr.
+    fn same(&self, other: &Change) -> bool {
+        self.key == other.key && self.mtr == other.mtr
+    }
+
+    /// The page changed.
+    pub(super) fn page(self) -> PageId {
+        PageId::new((self.key >> 32) as SpaceId, self.key as u32)
+    }
+}
+
+/// The sort key of `page`: space id, then page number (file order).
+fn page_key(page: PageId) -> u64 {
+    (u64::from(page.space_id) << 32) | u64::from(page.page_no)
+}
+
+/// Which of `parts` apply threads owns `page`. Every change of a page goes to the same thread,
+/// so each page's mtrs are applied by one thread in log order. The page number is mixed
+/// (Fibonacci hashing) so that a B-tree's consecutive pages do not fall into stripes.
+pub(super) fn partition(page: PageId, parts: usize) -> usize {
+    let mixed = page_key(page).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+    (mixed % parts.max(1) as u64) as usize
+}
+
+/// The read-only part of a batch the apply threads share: the payloads and the mtrs.
+#[derive(Debug, Default)]
 pub(super) struct Batch {
     /// The payloads, back to back.
     log: Vec<u8>,
     mtrs: Vec<BatchMtr>,
-    /// `(page, index into mtrs)` for every page an mtr changes (records of dropped spaces and
-    /// OPTION records left out); sorted and deduplicated at apply.
-    changes: Vec<(PageId, u32)>,
 }
 
 impl Batch {
-    /// Memory the batch holds: the bound recovery keeps it under.
-    pub(super) fn bytes(&self) -> usize {
-        self.log.len()
-            + self.mtrs.len() * std::mem::size_of::<BatchMtr>()
-            + self.changes.len() * std::mem::size_of::<(PageId, u32)>()
+    /// Mtr `index` and its payload.
+    pub(super) fn mtr(&self, index: u32) -> Option<(BatchMtr, &[u8])> {
+        let mtr = *self.mtrs.get(index as usize)?;
+        Some((mtr, self.log.get(mtr.at..mtr.at + mtr.len)?))
     }
 
-    /// Adds the mtr `payload` logged at `start_lsn..end_lsn`, noting the pages it changes
-    /// in `spaces` (records for other spaces belong to dropped tables and are skipped).
-    pub(super) fn add(
-        &mut self,
-        (start_lsn, end_lsn): (Lsn, Lsn),
-        payload: &[u8],
-        page_size: PageSize,
-        spaces: &HashMap<SpaceId, PathBuf>,
-    ) -> Result<()> {
-        let index = u32::try_from(self.mtrs.len()).map_err(|_| Error::Corrupt {
-            file: PathBuf::from("redo"),
-            what: "more than 2^32 mtrs in one recovery batch".into(),
-        })?;
-        for record in RecordReader::new(payload, page_size) {
-            let record = record.map_err(|e| bad_mtr(start_lsn, end_lsn, &e))?;
-            let page = record.page();
-            if matches!(record, Record::Option { .. }) || !spaces.contains_key(&page.space_id) {
-                continue;
-            }
-            if self.changes.last() != Some(&(page, index)) {
-                self.changes.push((page, index));
-            }
-        }
-        self.mtrs.push(BatchMtr {
-            start_lsn,
-            end_lsn,
-            at: self.log.len(),
-            len: payload.len(),
-        });
-        self.log.extend_from_slice(payload);
-        Ok(())
+    /// Whether the batch holds no mtr.
+    pub(super) fn is_empty(&self) -> bool {
+        self.mtrs.is_empty()
     }
 
-    /// Applies the batch page by page, in page order, each page's mtrs in log order (the
-    /// ones the page's LSN shows it already has are skipped), onto pages from `cache`; empties
-    /// the batch.
-    pub(super) fn apply(
-        &mut self,
-        cache: &mut PageCache,
-        files: &mut Files<'_>,
-        report: &mut RecoveryReport,
-    ) -> Result<()> {
-        if self.mtrs.is_empty() {
-            return Ok(());
-        }
-        report.batches += 1;
-        // Stable order within a page is the mtr index, which the sort key includes.
-        self.changes.sort_unstable();
-        self.changes.dedup();
-        let mut i = 0;
-        while let Some(&(id, _)) = self.changes.get(i) {
-            let run = self
-                .changes
-                .get(i..)
-                .unwrap_or_default()
-                .iter()
-                .take_while(|(p, _)| *p == id)
-                .count();
-            let group = self.changes.get(i..i + run).unwrap_or_default();
-            i += run;
-            let first = group.first().and_then(|&(_, m)| self.mtrs.get(m as usize));
-            let initialised_first =
-                first.is_some_and(|m| self.first_record_inits(m, id, cache.page_size));
-            let page = cache.page(id, initialised_first, files, report)?;
-            let lsn = page.lsn;
-            let mut changed = false;
-            for &(_, m) in group {
-                let Some(mtr) = self.mtrs.get(m as usize) else {
-                    continue;
-                };
-                // Log order: once one mtr is newer than the page, every later one is too.
-                if mtr.end_lsn <= lsn {
-                    continue;
-                }
-                let payload = self.log.get(mtr.at..mtr.at + mtr.len).unwrap_or_default();
-                apply_mtr(id, &mut page.buf, payload)
-                    .map_err(|e| bad_mtr(mtr.start_lsn, mtr.end_lsn, &e))?;
-                page.lsn = mtr.end_lsn;
-                changed = true;
-            }
-            if changed {
-                set_page_lsn(&mut page.buf, page.lsn);
-                page.dirty = true;
-            }
-        }
+    /// Empties the batch, keeping its buffers for the next.
+    fn clear(&mut self) {
         self.log.clear();
         self.mtrs.clear();
-        self.changes.clear();
-        Ok(())
-    }
-
-    /// Whether `mtr`'s first record about `id` is INIT_PAGE (so a damaged copy on disk is
-    /// rebuilt from nothing rather than refused).
-    fn first_record_inits(&self, mtr: &BatchMtr, id: PageId, page_size: PageSize) -> bool {
-        let payload = self.log.get(mtr.at..mtr.at + mtr.len).unwrap_or_default();
-        RecordReader::new(payload, page_size)
-            .filter_map(std::result::Result::ok)
-            .find(|r| r.page() == id)
-            .is_some_and(|r| matches!(r, Record::InitPage { .. }))
     }
 }
 
-/// A page recovery has read (and maybe changed) and not written back yet.
-struct CachedPage {
-    buf: Box<[u8]>,
-    /// The page's LSN, kept beside it: the check before each mtr then reads no page byte.
-    lsn: Lsn,
-    dirty: bool,
-}
-
-/// Pages recovery works on, kept across batches up to `capacity`; when a page must be read
-/// and the cache is full, every changed page is written back (in file order) and the cache
-/// emptied.
-pub(super) struct PageCache {
-    pages: HashMap<PageId, CachedPage, PageIdBuildHasher>,
-    capacity: usize,
+/// Builds batches: reads mtrs in, decoding each once to learn the pages it changes.
+pub(super) struct BatchBuilder<'s> {
+    batch: Batch,
+    /// One list of changes per apply thread.
+    parts: Vec<Vec<Change>>,
+    spaces: &'s HashMap<SpaceId, PathBuf>,
+    /// The space of the last record and whether `spaces` lists it: consecutive records are
+    /// nearly always of one space, so the map is hashed once per space change, not per record.
+    last_space: Option<(SpaceId, bool)>,
     page_size: PageSize,
 }
 
-impl PageCache {
-    /// A cache of at most `capacity` pages (at least one) of `page_size`.
-    pub(super) fn new(capacity: usize, page_size: PageSize) -> Self {
+impl<'s> BatchBuilder<'s> {
+    /// A builder for `parts` apply threads of pages of `page_size`, keeping the records of the
+    /// spaces in `spaces` (others belong to dropped tables).
+    pub(super) fn new(
+        parts: usize,
+        page_size: PageSize,
+        spaces: &'s HashMap<SpaceId, PathBuf>,
+    ) -> Self {
         Self {
-            pages: HashMap::default(),
-            capacity: capacity.max(1),
+            batch: Batch::default(),
+            parts: vec![Vec::new(); parts.max(1)],
+            spaces,
+            last_space: None,
             page_size,
         }
     }
 
-    /// Page `id`, read from its file (and verified) unless cached; see [`read_page`] for
-    /// `initialised_first`.
-    fn page(
-        &mut self,
-        id: PageId,
-        initialised_first: bool,
-        files: &mut Files<'_>,
-        report: &mut RecoveryReport,
-    ) -> Result<&mut CachedPage> {
-        if !self.pages.contains_key(&id) {
-            if self.pages.len() >= self.capacity {
-                self.write_back(files, report)?;
-            }
-            let mut buf = vec![0u8; self.page_size.bytes()].into_boxed_slice();
-            let file = files.get(id.space_id)?;
-            read_page(&*file, id, self.page_size, initialised_first, &mut buf)?;
-            report.pages_read += 1;
-            let lsn = page_lsn(&buf).unwrap_or(0);
-            self.pages.insert(
-                id,
-                CachedPage {
-                    buf,
-                    lsn,
-                    dirty: false,
-                },
-            );
-        }
-        self.pages.get_mut(&id).ok_or_else(|| Error::Corrupt {
-            file: PathBuf::from("redo"),
-            what: format!("recovery lost {id} from its page cache"),
-        })
+    /// Memory the batch holds, counting each change twice: the apply thread's radix sort needs
+    /// a scratch copy of its list.
+    pub(super) fn bytes(&self) -> usize {
+        let changes: usize = self.parts.iter().map(Vec::len).sum();
+        self.batch.log.len()
+            + self.batch.mtrs.len() * std::mem::size_of::<BatchMtr>()
+            + 2 * changes * std::mem::size_of::<Change>()
     }
 
-    /// Seals and writes every changed page, in file order, and empties the cache.
-    pub(super) fn write_back(
-        &mut self,
-        files: &mut Files<'_>,
-        report: &mut RecoveryReport,
-    ) -> Result<()> {
-        let mut dirty: Vec<(PageId, CachedPage)> =
-            self.pages.drain().filter(|(_, p)| p.dirty).collect();
-        dirty.sort_unstable_by_key(|(id, _)| *id);
-        for (id, mut page) in dirty {
-            let file = files.get(id.space_id)?;
-            seal_page(&mut page.buf);
-            file.write_at(
-                &page.buf,
-                u64::from(id.page_no) * self.page_size.bytes() as u64,
-            )?;
-            report.pages_written += 1;
-            files.touched(id.space_id);
+    /// Whether no mtr has been added since the last [`take`](Self::take).
+    pub(super) fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+
+    /// Adds the mtr `payload` logged at `start_lsn..end_lsn`, noting the pages it changes
+    /// (records of spaces not listed, and OPTION records, change nothing recovery writes).
+    pub(super) fn add(&mut self, (start_lsn, end_lsn): (Lsn, Lsn), payload: &[u8]) -> Result<()> {
+        let index = u32::try_from(self.batch.mtrs.len()).map_err(|_| Error::Corrupt {
+            file: PathBuf::from("redo"),
+            what: "more than 2^32 mtrs in one recovery batch".into(),
+        })?;
+        let parts = self.parts.len();
+        for record in RecordReader::new(payload, self.page_size) {
+            let record = record.map_err(|e| bad_mtr(start_lsn, end_lsn, &e))?;
+            if matches!(record, Record::Option { .. }) {
+                continue;
+            }
+            let page = record.page();
+            let known = match self.last_space {
+                Some((space, known)) if space == page.space_id => known,
+                _ => {
+                    let known = self.spaces.contains_key(&page.space_id);
+                    self.last_space = Some((page.space_id, known));
+                    known
+                }
+            };
+            if !known {
+                continue;
+            }
+            let at = match record {
+                Record::Write { offset, .. }
+                | Record::Memset { offset, .. }
+                | Record::Memmove { offset, .. } => offset as u32,
+                _ => 0,
+            };
+            let change = Change {
+                key: page_key(page),
+                mtr: index,
+                at,
+            };
+            let Some(list) = self.parts.get_mut(partition(page, parts)) else {
+                continue;
+            };
+            // Runs of records about one page are the common case: one change per run.
+            if list.last().is_none_or(|last| !last.same(&change)) {
+                list.push(change);
+            }
         }
+        self.batch.mtrs.push(BatchMtr {
+            start_lsn,
+            end_lsn,
+            at: self.batch.log.len(),
+            len: payload.len(),
+        });
+        self.batch.log.extend_from_slice(payload);
         Ok(())
+    }
+
+    /// Hands over the batch and each apply thread's changes, leaving the builder empty (and
+    /// without buffers until [`reuse`](Self::reuse) gives it some back).
+    pub(super) fn take(&mut self) -> (Batch, Vec<Vec<Change>>) {
+        let batch = std::mem::take(&mut self.batch);
+        let parts = self.parts.iter_mut().map(std::mem::take).collect();
+        (batch, parts)
+    }
+
+    /// Gives the builder the buffers of `done`, a batch no thread uses any more, if nothing
+    /// has been added since the last [`take`](Self::take).
+    pub(super) fn reuse(&mut self, mut done: Batch) {
+        if self.batch.is_empty() {
+            done.clear();
+            self.batch = done;
+        }
     }
 }
 
-/// Reads page `id` into `buf`: zeros for a page past the end of the file or never written, and
-/// for a damaged page whose first record here rebuilds it from nothing (`INIT_PAGE`). Any
-/// other damaged page is an error naming it: redo records are byte changes to a page that must
-/// be intact (a torn page needs the doublewrite copy).
-fn read_page(
-    file: &dyn PageFile,
-    id: PageId,
-    page_size: PageSize,
-    initialised_first: bool,
-    buf: &mut [u8],
-) -> Result<()> {
-    let offset = u64::from(id.page_no) * page_size.bytes() as u64;
-    if offset + page_size.bytes() as u64 > file.len()? {
-        buf.fill(0);
-        return Ok(());
+/// Sorts `changes` by page, keeping log order within a page (a stable LSD radix sort on the
+/// key's bytes that are not the same in every change), and removes duplicates. `scratch` is
+/// reused between calls.
+pub(super) fn sort_changes(changes: &mut Vec<Change>, scratch: &mut Vec<Change>) {
+    let (mut or, mut and) = (0u64, u64::MAX);
+    for c in changes.iter() {
+        or |= c.key;
+        and &= c.key;
     }
-    file.read_at(buf, offset)?;
-    if buf.iter().all(|&b| b == 0) {
-        return Ok(());
-    }
-    match verify_page(buf, id, page_size) {
-        Ok(()) => Ok(()),
-        Err(_) if initialised_first => {
-            buf.fill(0);
-            Ok(())
+    let varying = or ^ and;
+    let digit = |key: u64, shift: u32| ((key >> shift) & 0xFF) as usize;
+    for shift in (0..64).step_by(8) {
+        if digit(varying, shift) == 0 {
+            continue;
         }
-        Err(e) => Err(Error::page(file.path(), id, e)),
+        let mut counts = [0usize; 256];
+        for c in changes.iter() {
+            if let Some(count) = counts.get_mut(digit(c.key, shift)) {
+                *count += 1;
+            }
+        }
+        let mut sum = 0;
+        for count in &mut counts {
+            let n = *count;
+            *count = sum;
+            sum += n;
+        }
+        scratch.clear();
+        scratch.resize(changes.len(), Change::default());
+        for c in changes.iter() {
+            if let Some(at) = counts.get_mut(digit(c.key, shift)) {
+                if let Some(slot) = scratch.get_mut(*at) {
+                    *slot = *c;
+                }
+                *at += 1;
+            }
+        }
+        std::mem::swap(changes, scratch);
     }
+    changes.dedup_by(|a, b| a.same(b));
 }
 
 /// An mtr that the log's CRC accepted but whose records do not decode or apply: the log was
 /// written by a broken writer (or crafted), and recovery must stop rather than guess.
-fn bad_mtr(start_lsn: Lsn, end_lsn: Lsn, e: &RecordError) -> Error {
+pub(super) fn bad_mtr(start_lsn: Lsn, end_lsn: Lsn, e: &RecordError) -> Error {
     Error::Corrupt {
         file: PathBuf::from("redo"),
         what: format!("mtr at LSN {start_lsn}..{end_lsn}: {e}"),
     }
 }
 
-/// The tablespace files recovery writes, opened on first use.
-pub(super) struct Files<'a> {
-    fs: &'a dyn FileSystem,
-    paths: &'a HashMap<SpaceId, PathBuf>,
-    open: HashMap<SpaceId, Arc<dyn PageFile>>,
-    touched: Vec<SpaceId>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl<'a> Files<'a> {
-    pub(super) fn new(fs: &'a dyn FileSystem, paths: &'a HashMap<SpaceId, PathBuf>) -> Self {
-        Self {
-            fs,
-            paths,
-            open: HashMap::new(),
-            touched: Vec::new(),
+    fn change(space: u32, page_no: u32, mtr: u32) -> Change {
+        Change {
+            key: page_key(PageId::new(space, page_no)),
+            mtr,
+            at: mtr % 7,
         }
     }
 
-    fn get(&mut self, space: SpaceId) -> Result<Arc<dyn PageFile>> {
-        if let Some(file) = self.open.get(&space) {
-            return Ok(file.clone());
+    /// The radix sort orders by page like a stable comparison sort, keeps each page's mtrs in
+    /// log order whatever bytes of the key vary, and drops duplicates.
+    #[test]
+    fn radix_sort_is_a_stable_sort_by_page() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for spread in [1u64, 300, 70_000, 1 << 31] {
+            let mut changes: Vec<Change> = (0..5_000u32)
+                .map(|mtr| {
+                    let space = (next() % 3) as u32;
+                    let page_no = (next() % spread) as u32;
+                    change(space, page_no, mtr / 2)
+                })
+                .collect();
+            let mut expected = changes.clone();
+            expected.sort_by_key(|c| c.key);
+            expected.dedup_by(|a, b| a.same(b));
+            let mut scratch = Vec::new();
+            sort_changes(&mut changes, &mut scratch);
+            assert_eq!(changes, expected, "page spread {spread}");
         }
-        let path = self.paths.get(&space).ok_or_else(|| Error::Corrupt {
-            file: PathBuf::from("redo"),
-            what: format!("record for space {space}, which no table uses"),
-        })?;
-        let file = self.fs.open(path, &OpenOptions::new())?;
-        self.open.insert(space, file.clone());
-        Ok(file)
     }
 
-    fn touched(&mut self, space: SpaceId) {
-        if !self.touched.contains(&space) {
-            self.touched.push(space);
-        }
-    }
-
-    /// Syncs the files recovery wrote. (File growth needs no repair: it is made durable before
-    /// any mtr records the new size, see `Tablespace::grow_to`.)
-    pub(super) fn finish(&mut self) -> Result<()> {
-        for space in &self.touched {
-            if let Some(file) = self.open.get(space) {
-                file.sync_data()?;
+    /// A page always goes to the same thread, and pages spread over every thread.
+    #[test]
+    fn partition_is_a_function_of_the_page_and_uses_every_part() {
+        for parts in 1..=4 {
+            let mut used = vec![0usize; parts];
+            for page_no in 0..1_000 {
+                let page = PageId::new(7, page_no);
+                let p = partition(page, parts);
+                assert_eq!(p, partition(page, parts));
+                used[p] += 1;
             }
+            assert!(
+                used.iter().all(|&n| n > 1_000 / parts / 2),
+                "{parts} parts: {used:?}"
+            );
         }
-        Ok(())
     }
 }

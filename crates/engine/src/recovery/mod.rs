@@ -19,17 +19,30 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::mpsc::SyncSender;
+use std::sync::Arc;
+use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
 use barracuda_io::FileSystem;
 use barracuda_page::{Lsn, PageSize, SpaceId};
 use barracuda_redo::{Durability, Recovery, RedoLog};
 
-use self::batch::{Batch, Files, PageCache};
+use self::apply::{Applier, Counters, DirtyPages};
+use self::batch::{Batch, BatchBuilder, Change};
+use self::files::Files;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
+mod apply;
 mod batch;
+mod files;
+#[cfg(test)]
+mod tests;
+
+/// The most apply threads recovery starts (one per core up to this): beyond a few, the
+/// single thread reading and decoding the log is the limit.
+const MAX_APPLY_THREADS: usize = 4;
 
 /// How often (in mtrs read) the progress handle and the `tracing` events are updated between
 /// batches: often enough for a watcher, rare enough to cost nothing per mtr.
@@ -300,8 +313,6 @@ fn replay(
     progress: &RecoveryProgress,
 ) -> Result<(RedoLog, RecoveryReport)> {
     let started = Instant::now();
-    let batch_bytes = memory_bytes / 4;
-    let cache_bytes = memory_bytes - batch_bytes;
     let mut recovery = Recovery::open(fs, dir)?;
     let mut report = RecoveryReport {
         checkpoint_lsn: recovery.checkpoint_lsn(),
@@ -311,32 +322,49 @@ fn replay(
         ..RecoveryReport::default()
     };
     progress.applying(report.checkpoint_lsn, report.end_lsn);
-    let mut files = Files::new(fs, spaces);
-    let mut batch = Batch::default();
-    let mut cache = PageCache::new(cache_bytes / page_size.bytes(), page_size);
-    let mut next_progress = 10;
-    while let Some((start, end, payload)) = recovery.next_mtr()? {
-        report.mtrs += 1;
-        batch.add((start, end), payload, page_size, spaces)?;
-        let applied = batch.bytes() >= batch_bytes;
-        if applied {
-            batch.apply(&mut cache, &mut files, &mut report)?;
+    let files = Files::new(fs, spaces);
+    let counters = Counters::default();
+    let plan = Plan::new(memory_bytes, page_size);
+    let dirty = std::thread::scope(|s| {
+        let mut workers = Vec::with_capacity(plan.threads);
+        for i in 0..plan.threads {
+            workers.push(Worker::spawn(s, i, &plan, &files, &counters)?);
         }
-        if applied || report.mtrs.is_multiple_of(PROGRESS_EVERY_MTRS) {
-            progress.update(&report, recovery.scanned_lsn());
-            let percent = progress.percent();
-            if percent >= next_progress {
-                tracing::info!(
-                    percent,
-                    lsn = recovery.scanned_lsn(),
-                    "redo recovery progress"
-                );
-                next_progress = percent - percent % 10 + 10;
+        let scanned = scan(
+            &mut recovery,
+            &plan,
+            spaces,
+            &workers,
+            &counters,
+            &mut report,
+            progress,
+        );
+        let finished = scanned.and_then(|()| {
+            workers
+                .iter()
+                .try_for_each(|w| w.send(Job::Finish))
+                .map_err(|()| stopped())
+        });
+        // Join every thread before returning: an apply thread's own error explains a scan
+        // that stopped because the thread was gone.
+        let mut dirty = Ok(DirtyPages::new());
+        for worker in workers {
+            match (worker.join(), &mut dirty) {
+                (Ok(Some(pages)), Ok(all)) => all.append(pages),
+                (Err(e), Ok(_)) => dirty = Err(e),
+                _ => {}
             }
         }
-    }
-    batch.apply(&mut cache, &mut files, &mut report)?;
-    cache.write_back(&mut files, &mut report)?;
+        match (finished, dirty) {
+            (Err(e), Ok(_)) | (_, Err(e)) => Err(e),
+            (Ok(()), Ok(dirty)) => Ok(dirty),
+        }
+    })?;
+    // Written here rather than by the apply threads: one pass in file order over every
+    // thread's pages, from the thread that opens the engine.
+    dirty.write(&files, &counters, page_size)?;
+    report.pages_read = counters.pages_read.load(Ordering::Relaxed);
+    report.pages_written = counters.pages_written.load(Ordering::Relaxed);
     progress.update(&report, recovery.scanned_lsn());
     progress.set_phase(RecoveryPhase::Finishing);
     files.finish()?;
@@ -352,8 +380,161 @@ fn replay(
         mtrs = report.mtrs,
         pages_written = report.pages_written,
         discarded_bytes = report.discarded_bytes,
+        apply_threads = plan.threads,
         seconds = report.duration.as_secs_f64(),
         "redo recovery complete"
     );
     Ok((log, report))
+}
+
+/// How recovery divides its memory and its work.
+struct Plan {
+    /// Apply threads; each owns the pages [`batch::partition`] gives it.
+    threads: usize,
+    /// The bound on one batch. Two are held at a time (one being read while the threads apply
+    /// the other): together a quarter of recovery's memory.
+    batch_bytes: usize,
+    /// Pages each apply thread may keep: the other three quarters, shared equally.
+    pages_per_thread: usize,
+    page_size: PageSize,
+}
+
+impl Plan {
+    fn new(memory_bytes: usize, page_size: PageSize) -> Self {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZero::get)
+            .clamp(1, MAX_APPLY_THREADS);
+        let cache_bytes = memory_bytes - memory_bytes / 4;
+        Self {
+            threads,
+            batch_bytes: memory_bytes / 8,
+            pages_per_thread: cache_bytes / page_size.bytes() / threads,
+            page_size,
+        }
+    }
+}
+
+/// What the reading thread hands an apply thread.
+enum Job {
+    /// A batch, and the changes in it of the pages this thread owns.
+    Apply(Arc<Batch>, Vec<Change>),
+    /// The log is read: hand back the changed pages and stop.
+    Finish,
+}
+
+/// An apply thread, and the channel that feeds it.
+struct Worker<'scope> {
+    /// Rendezvous (capacity 0): a send returns once the thread is done with the previous
+    /// batch, so at most two batches are alive.
+    jobs: SyncSender<Job>,
+    /// The thread's changed pages when it finishes, `None` if the reading thread stopped
+    /// early (on an error it reports).
+    thread: ScopedJoinHandle<'scope, Result<Option<DirtyPages>>>,
+}
+
+impl<'scope> Worker<'scope> {
+    fn spawn<'env>(
+        s: &'scope Scope<'scope, 'env>,
+        index: usize,
+        plan: &Plan,
+        files: &'env Files<'env>,
+        counters: &'env Counters,
+    ) -> Result<Self> {
+        let (jobs, received) = std::sync::mpsc::sync_channel::<Job>(0);
+        let (pages, page_size) = (plan.pages_per_thread, plan.page_size);
+        let thread = std::thread::Builder::new()
+            .name(format!("barracuda-recovery-{index}"))
+            .spawn_scoped(s, move || {
+                let mut applier = Applier::new(pages, page_size, files, counters);
+                for job in received {
+                    match job {
+                        Job::Apply(batch, changes) => applier.apply(&batch, changes)?,
+                        Job::Finish => return Ok(Some(applier.finish())),
+                    }
+                }
+                // The reading thread stopped on an error: it reports it, nothing is written.
+                Ok(None)
+            })
+            .map_err(|e| Error::fs("recovery apply thread", e))?;
+        Ok(Self { jobs, thread })
+    }
+
+    /// Hands `job` to the thread; `Err` if the thread has stopped (on an error `join` returns).
+    fn send(&self, job: Job) -> std::result::Result<(), ()> {
+        self.jobs.send(job).map_err(|_| ())
+    }
+
+    fn join(self) -> Result<Option<DirtyPages>> {
+        drop(self.jobs);
+        self.thread.join().unwrap_or_else(|_| {
+            Err(Error::Corrupt {
+                file: PathBuf::from("redo"),
+                what: "a recovery apply thread panicked".into(),
+            })
+        })
+    }
+}
+
+/// The error of a scan whose apply thread has gone: replaced by the thread's own error.
+fn stopped() -> Error {
+    Error::Corrupt {
+        file: PathBuf::from("redo"),
+        what: "a recovery apply thread stopped".into(),
+    }
+}
+
+/// Reads the log to its end into batches, handing each to the apply threads when it is full.
+fn scan(
+    recovery: &mut Recovery,
+    plan: &Plan,
+    spaces: &HashMap<SpaceId, PathBuf>,
+    workers: &[Worker<'_>],
+    counters: &Counters,
+    report: &mut RecoveryReport,
+    progress: &RecoveryProgress,
+) -> Result<()> {
+    let mut builder = BatchBuilder::new(workers.len(), plan.page_size, spaces);
+    let mut applying: Option<Arc<Batch>> = None;
+    let mut next_progress = 10;
+    loop {
+        let next = recovery.next_mtr()?;
+        let done = next.is_none();
+        if let Some((start, end, payload)) = next {
+            report.mtrs += 1;
+            builder.add((start, end), payload)?;
+        }
+        let full = builder.bytes() >= plan.batch_bytes || (done && !builder.is_empty());
+        if full {
+            let (batch, parts) = builder.take();
+            let batch = Arc::new(batch);
+            for (worker, changes) in workers.iter().zip(parts) {
+                worker
+                    .send(Job::Apply(batch.clone(), changes))
+                    .map_err(|()| stopped())?;
+            }
+            report.batches += 1;
+            // Every thread has taken the new batch, so none holds the previous one: its
+            // buffers serve the next.
+            if let Some(done_with) = applying.replace(batch).and_then(Arc::into_inner) {
+                builder.reuse(done_with);
+            }
+        }
+        if done {
+            return Ok(());
+        }
+        if full || report.mtrs.is_multiple_of(PROGRESS_EVERY_MTRS) {
+            report.pages_read = counters.pages_read.load(Ordering::Relaxed);
+            report.pages_written = counters.pages_written.load(Ordering::Relaxed);
+            progress.update(report, recovery.scanned_lsn());
+            let percent = progress.percent();
+            if percent >= next_progress {
+                tracing::info!(
+                    percent,
+                    lsn = recovery.scanned_lsn(),
+                    "redo recovery progress"
+                );
+                next_progress = percent - percent % 10 + 10;
+            }
+        }
+    }
 }

@@ -1,0 +1,65 @@
+//! The tablespace files recovery reads and writes, shared by its apply threads.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use barracuda_io::{FileSystem, OpenOptions, PageFile};
+use barracuda_page::SpaceId;
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+
+/// The tablespace files recovery writes, each opened once on first use (one handle per file,
+/// whichever thread asks: a sync then covers every write made through it).
+pub(super) struct Files<'a> {
+    fs: &'a dyn FileSystem,
+    paths: &'a HashMap<SpaceId, PathBuf>,
+    open: Mutex<HashMap<SpaceId, Arc<dyn PageFile>>>,
+    touched: Mutex<Vec<SpaceId>>,
+}
+
+impl<'a> Files<'a> {
+    /// Files of the spaces in `paths`, opened through `fs` when first asked for.
+    pub(super) fn new(fs: &'a dyn FileSystem, paths: &'a HashMap<SpaceId, PathBuf>) -> Self {
+        Self {
+            fs,
+            paths,
+            open: Mutex::new(HashMap::new()),
+            touched: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The file of `space`; an error names a space no table uses.
+    pub(super) fn get(&self, space: SpaceId) -> Result<Arc<dyn PageFile>> {
+        let mut open = self.open.lock();
+        if let Some(file) = open.get(&space) {
+            return Ok(file.clone());
+        }
+        let path = self.paths.get(&space).ok_or_else(|| Error::Corrupt {
+            file: PathBuf::from("redo"),
+            what: format!("record for space {space}, which no table uses"),
+        })?;
+        let file = self.fs.open(path, &OpenOptions::new())?;
+        open.insert(space, file.clone());
+        Ok(file)
+    }
+
+    /// Notes that a page of `space` was written: [`finish`](Self::finish) syncs it.
+    pub(super) fn touched(&self, space: SpaceId) {
+        let mut touched = self.touched.lock();
+        if !touched.contains(&space) {
+            touched.push(space);
+        }
+    }
+
+    /// Syncs the files recovery wrote. (File growth needs no repair: it is made durable before
+    /// any mtr records the new size, see `Tablespace::grow_to`.)
+    pub(super) fn finish(&self) -> Result<()> {
+        let touched = self.touched.lock().clone();
+        for space in touched {
+            self.get(space)?.sync_data()?;
+        }
+        Ok(())
+    }
+}
