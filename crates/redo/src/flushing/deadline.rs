@@ -127,19 +127,26 @@ pub fn deadline_plan(input: &DeadlineInput<'_>) -> DeadlinePlan {
     }
 }
 
-/// The redo rate as the page cleaner measures it: quick to rise, slow to fall.
+/// The redo rate as the page cleaner measures it: the redo of about the last second over its
+/// duration, quick to rise, slow to fall.
 ///
-/// A rise is taken at once, since under-estimating the rate lets pages pass their deadline
-/// before the next round; a fall is followed with a time constant of [`RedoRate::TIME_CONSTANT`],
-/// so a pause of a fraction of a second (a log sync, a committer waiting) does not make the
-/// cleaner stop writing pages that the redo resuming right after will need written.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// One round's redo (a tenth of a second) varies by tens of percent with the commits' own
+/// bursts; the average over a [`RedoRate::WINDOW`] does not. A rise of that average is taken
+/// at once, since under-estimating the rate lets pages pass their deadline before the next
+/// round; a fall is followed with a time constant of [`RedoRate::TIME_CONSTANT`], so a pause of
+/// a fraction of a second (a log sync, a committer waiting) does not make the cleaner stop
+/// writing pages that the redo resuming right after will need written.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct RedoRate {
+    /// The measurements of the window, oldest first: redo bytes and the time they took.
+    window: std::collections::VecDeque<(u64, Duration)>,
     /// Bytes per second; `None` before the first measurement.
     rate: Option<f64>,
 }
 
 impl RedoRate {
+    /// How much of the latest measurements the rate averages over.
+    pub const WINDOW: Duration = Duration::from_secs(1);
     /// How long a fall in the rate takes to be followed to `1 − 1/e` (63 %) of its extent.
     pub const TIME_CONSTANT: Duration = Duration::from_secs(1);
 
@@ -151,17 +158,29 @@ impl RedoRate {
     /// Folds in `lsn_bytes` of redo generated in `elapsed` and returns the new rate in bytes
     /// per second. A zero `elapsed` changes nothing.
     pub fn observe(&mut self, lsn_bytes: u64, elapsed: Duration) -> u64 {
-        let secs = elapsed.as_secs_f64();
-        if secs > 0.0 {
-            let measured = lsn_bytes as f64 / secs;
-            self.rate = Some(match self.rate {
-                Some(rate) if measured < rate => {
-                    let weight = 1.0 - (-secs / Self::TIME_CONSTANT.as_secs_f64()).exp();
-                    rate + (measured - rate) * weight
-                }
-                _ => measured,
-            });
+        if elapsed.is_zero() {
+            return self.get();
         }
+        self.window.push_back((lsn_bytes, elapsed));
+        let mut span: Duration = self.window.iter().map(|&(_, t)| t).sum();
+        // Drop the oldest measurements the window holds without.
+        while let Some(&(_, oldest)) = self.window.front() {
+            if self.window.len() == 1 || span.saturating_sub(oldest) < Self::WINDOW {
+                break;
+            }
+            span -= oldest;
+            self.window.pop_front();
+        }
+        let bytes: u64 = self.window.iter().map(|&(b, _)| b).sum();
+        let measured = bytes as f64 / span.as_secs_f64();
+        let secs = elapsed.as_secs_f64();
+        self.rate = Some(match self.rate {
+            Some(rate) if measured < rate => {
+                let weight = 1.0 - (-secs / Self::TIME_CONSTANT.as_secs_f64()).exp();
+                rate + (measured - rate) * weight
+            }
+            _ => measured,
+        });
         self.get()
     }
 

@@ -112,21 +112,31 @@ fn nothing_dirty_needs_nothing() {
 }
 
 #[test]
-fn the_rate_rises_at_once_and_falls_with_the_time_constant() {
+fn the_rate_averages_the_last_second_rises_at_once_and_falls_with_the_time_constant() {
+    let ms = Duration::from_millis;
     let mut r = RedoRate::new();
     assert_eq!(r.get(), 0);
     assert_eq!(r.observe(100, Duration::ZERO), 0, "no time, no measurement");
-    assert_eq!(r.observe(100_000, Duration::from_millis(100)), 1_000_000);
+    assert_eq!(r.observe(100_000, ms(100)), 1_000_000);
+    // 300,000 in the next 100 ms: the window's average is 400,000 / 0.2 s.
     assert_eq!(
-        r.observe(300_000, Duration::from_millis(100)),
-        3_000_000,
+        r.observe(300_000, ms(100)),
+        2_000_000,
         "a rise is taken at once"
     );
-    // A second without redo: 3,000,000 × e^−1 = 1,103,638.
-    assert_eq!(r.observe(0, Duration::from_secs(1)), 1_103_638);
-    // Half a second at 1,000,000 B/s: 1,103,638.3 − 103,638.3 × (1 − e^−0.5 = 0.39347) =
-    // 1,062,859.9.
-    assert_eq!(r.observe(500_000, Duration::from_millis(500)), 1_062_859);
+    // Eight more rounds of 200,000 per 100 ms fill the second: (400,000 + 1,600,000) / 1 s.
+    for _ in 0..8 {
+        r.observe(200_000, ms(100));
+    }
+    assert_eq!(r.get(), 2_000_000);
+    // The next round pushes the first out of the window: (300,000 + 1,800,000) / 1 s.
+    assert_eq!(r.observe(200_000, ms(100)), 2_100_000);
+    // A second without redo empties the window: 2,100,000 × e^−1 = 772,546.
+    assert_eq!(r.observe(0, Duration::from_secs(1)), 772_546);
+    // Half a second at 1,000,000 B/s (the window is that half second after the second of
+    // nothing: 500,000 / 1.5 s = 333,333 < 772,546): 772,546.3 − 439,213.0 × 0.393469 =
+    // 599,729.4.
+    assert_eq!(r.observe(500_000, ms(500)), 599_729);
 }
 
 const POINTS: FlushPoints = FlushPoints {
