@@ -34,17 +34,23 @@ pub struct PerSecond {
     pub dirty_pages: u64,
     /// Pages written in the second, by anyone.
     pub pages_flushed: u64,
-    /// Of them, pages the page cleaner wrote at the controller's request.
+    /// Of them, pages the page cleaner's regular rounds wrote (the controller's request and
+    /// the dirty pages' deadlines).
     pub cleaner_pages: u64,
-    /// Of them, pages committers wrote at the sync point.
+    /// Of those, pages written beyond the controller's request for the deadlines.
+    pub deadline_pages: u64,
+    /// Of them, pages the page cleaner wrote for committers waiting at the sync point.
     pub sync_flush_pages: u64,
-    /// Commits that found the age past the sync point.
+    /// Commits that found the age past the sync point and waited.
     pub sync_flush_waits: u64,
-    /// Time those commits spent flushing, ms.
+    /// Time those commits waited, ms.
     pub sync_flush_ms: f64,
-    /// Pages the controller asked for in the second's rounds (one round a second, one every
-    /// 50 ms past the async point; a round is counted when it starts).
+    /// Pages the controller asked for in the second (it is asked once a second).
     pub requested_pages: u64,
+    /// The redo rate the page cleaner measured at the end of the second, bytes per second.
+    pub lsn_rate: u64,
+    /// The page-write rate the dirty pages' deadlines asked for at the end of the second.
+    pub deadline_pages_per_s: u64,
     /// Checkpoints written.
     pub checkpoints: u64,
     /// The controller's redo-age term at the end of the second (`buffer_flush_pct_for_lsn`;
@@ -66,6 +72,7 @@ pub struct PerSecond {
 struct Counters {
     pages_written: u64,
     cleaner_pages: u64,
+    deadline_pages: u64,
     sync_pages: u64,
     sync_waits: u64,
     sync_wait_us: u64,
@@ -82,6 +89,7 @@ impl Counters {
                 + s.pool.pages_written_lru
                 + s.pool.pages_written_single_page,
             cleaner_pages: s.flushing.buffer_flush_adaptive_total_pages,
+            deadline_pages: s.flushing.deadline_pages,
             sync_pages: s.flushing.sync_flush_pages,
             sync_waits: s.flushing.sync_flush_waits,
             sync_wait_us: s.flushing.sync_flush_wait_us,
@@ -173,12 +181,15 @@ pub fn sample(
         current.dirty_pages = status.pool.dirty_pages as u64;
         current.pages_flushed = now.pages_written - prev.pages_written;
         current.cleaner_pages = now.cleaner_pages - prev.cleaner_pages;
+        current.deadline_pages = now.deadline_pages - prev.deadline_pages;
         current.sync_flush_pages = now.sync_pages - prev.sync_pages;
         current.sync_flush_waits = now.sync_waits - prev.sync_waits;
         current.sync_flush_ms = (now.sync_wait_us - prev.sync_wait_us) as f64 / 1000.0;
         current.requested_pages = now.requested - prev.requested;
         current.checkpoints = now.checkpoints - prev.checkpoints;
         current.pct_for_lsn = status.flushing.metrics.buffer_flush_pct_for_lsn;
+        current.lsn_rate = status.flushing.lsn_rate;
+        current.deadline_pages_per_s = status.flushing.deadline_pages_per_s;
         current.redo_bytes = now.lsn - prev.lsn;
         current.redo_fsyncs = now.redo_fsyncs - prev.redo_fsyncs;
         if let (Some(d), Some(p)) = (disk, prev_disk) {
@@ -218,17 +229,19 @@ pub struct Summary {
     pub max_checkpoint_age: u64,
     /// Largest `current_lsn − oldest modification` sampled, bytes.
     pub max_modified_age: u64,
-    /// Commits that flushed at the sync point.
+    /// Commits that waited at the sync point.
     pub sync_flush_waits: u64,
-    /// Time they spent flushing, ms.
+    /// Time they waited, ms.
     pub sync_flush_wait_ms: f64,
-    /// Pages they wrote.
+    /// Pages the page cleaner wrote for them.
     pub sync_flush_pages: u64,
-    /// Pages the page cleaner wrote at the controller's request.
+    /// Pages the page cleaner's regular rounds wrote.
     pub cleaner_pages: u64,
+    /// Of those, pages beyond the controller's request, for the deadlines.
+    pub deadline_pages: u64,
     /// Pages written by anyone.
     pub pages_flushed: u64,
-    /// Seconds in which commits flushed at the sync point.
+    /// Seconds in which commits waited at the sync point.
     pub seconds_with_sync_flush: u64,
     /// The issue's target: `min_over_median ≥ 0.8` and no synchronous flush.
     pub meets_target: bool,
@@ -271,6 +284,7 @@ impl Summary {
             sync_flush_wait_ms: seconds.iter().map(|s| s.sync_flush_ms).sum(),
             sync_flush_pages: seconds.iter().map(|s| s.sync_flush_pages).sum(),
             cleaner_pages: seconds.iter().map(|s| s.cleaner_pages).sum(),
+            deadline_pages: seconds.iter().map(|s| s.deadline_pages).sum(),
             pages_flushed: seconds.iter().map(|s| s.pages_flushed).sum(),
             seconds_with_sync_flush: seconds.iter().filter(|s| s.sync_flush_waits > 0).count()
                 as u64,
@@ -283,15 +297,15 @@ impl Summary {
 pub fn csv(runs: &[(&str, &[PerSecond])]) -> String {
     let mut out = String::from(
         "second,setting,tps,max_commit_ms,checkpoint_age,modified_age,dirty_pages,\
-         pages_flushed,cleaner_pages,sync_flush_pages,sync_flush_waits,sync_flush_ms,\
-         requested_pages,checkpoints,pct_for_lsn,redo_bytes,redo_fsyncs,disk_write_mib,\
+         pages_flushed,cleaner_pages,deadline_pages,sync_flush_pages,sync_flush_waits,sync_flush_ms,\
+         requested_pages,lsn_rate,deadline_pages_per_s,checkpoints,pct_for_lsn,redo_bytes,redo_fsyncs,disk_write_mib,\
          disk_busy_pct\n",
     );
     for (name, seconds) in runs {
         for s in *seconds {
             let _ = writeln!(
                 out,
-                "{},{name},{},{:.3},{},{},{},{},{},{},{},{:.3},{},{},{},{},{},{:.1},{:.1}",
+                "{},{name},{},{:.3},{},{},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{:.1},{:.1}",
                 s.second,
                 s.tps,
                 s.max_commit_ms,
@@ -300,10 +314,13 @@ pub fn csv(runs: &[(&str, &[PerSecond])]) -> String {
                 s.dirty_pages,
                 s.pages_flushed,
                 s.cleaner_pages,
+                s.deadline_pages,
                 s.sync_flush_pages,
                 s.sync_flush_waits,
                 s.sync_flush_ms,
                 s.requested_pages,
+                s.lsn_rate,
+                s.deadline_pages_per_s,
                 s.checkpoints,
                 s.pct_for_lsn,
                 s.redo_bytes,
