@@ -166,9 +166,46 @@ fn decoder_names_the_offset_of_the_fault() {
     );
     assert_eq!(err(&[0x30, 0x05]), 1, "length 5 not in the header");
     assert_eq!(
-        err(&[0x23, 0x01, 0x01, 0x01]),
+        err(&[0x23, 0x01, 0x01, 0x04]),
         3,
-        "EXTENDED subtype 1 undefined"
+        "EXTENDED subtype 4 undefined"
+    );
+    assert_eq!(
+        err(&[0x23, 0x01, 0x01, 0x01]),
+        4,
+        "INDEX_INSERT without a position"
+    );
+    assert_eq!(
+        err(&[0x25, 0x01, 0x01, 0x03, 0x90, 0x00]),
+        4,
+        "INDEX_REMOVE at record 4224: a 4 KiB page has fewer"
+    );
+    assert_eq!(
+        err(&[0x25, 0x01, 0x01, 0x03, 0x02, 0x00]),
+        5,
+        "INDEX_REMOVE with a trailing byte"
+    );
+    assert_eq!(
+        err(&[0x2A, 0x01, 0x01, 0x01, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x4B]),
+        5,
+        "INDEX_INSERT whose inline record claims a 2-byte key but has 1"
+    );
+    assert_eq!(
+        err(&[0x28, 0x01, 0x01, 0x02, 0x00, 0x07, 0x00, 0x00, 0x00]),
+        5,
+        "INDEX_REPLACE whose record has an unknown kind"
+    );
+    assert_eq!(
+        decode(
+            &[0x2A, 0x01, 0x01, 0x01, 0x05, 0x00, 0x01, 0x00, 0x00, 0x00, 0x4B],
+            P
+        ),
+        Ok(vec![Record::IndexInsert {
+            page: PageId::new(1, 1),
+            pos: 5,
+            record: &[0x00, 0x01, 0x00, 0x00, 0x00, 0x4B],
+        }]),
+        "INDEX_INSERT of key \"K\" with an empty value at record 5"
     );
     assert_eq!(
         err(&[0x24, 0x01, 0x01, 0x00, 0x00]),

@@ -152,6 +152,30 @@ impl<'a> Record<'a> {
         }
     }
 
+    /// Appends the record's heap encoding (the bytes it occupies in a page, module docs) to
+    /// `out`: what a redo record carries to replay an insert or a replace. Fails, appending
+    /// nothing, with the description of [`shape_error`](Self::shape_error) if the record has
+    /// no valid encoding.
+    pub fn encode_to(&self, out: &mut Vec<u8>) -> Result<(), &'static str> {
+        if let Some(what) = self.shape_error() {
+            return Err(what);
+        }
+        let at = out.len();
+        out.resize(at + self.encoded_len(), 0);
+        self.encode(out, at);
+        Ok(())
+    }
+
+    /// Decodes a record from exactly `bytes` (as [`encode_to`](Self::encode_to) wrote it):
+    /// every length is checked against `bytes`, and trailing bytes are an error. Never panics.
+    pub fn decode_exact(bytes: &'a [u8]) -> Result<Self, &'static str> {
+        let (rec, len) = Self::decode(bytes, 0, bytes.len())?;
+        if len != bytes.len() {
+            return Err("bytes left after the record");
+        }
+        Ok(rec)
+    }
+
     /// Writes the record at `buf[off..off + encoded_len()]`. The caller has checked the bounds
     /// and [`shape_error`](Self::shape_error).
     pub(crate) fn encode(&self, buf: &mut [u8], off: usize) {
@@ -250,6 +274,38 @@ impl<'a> Record<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encode_to_and_decode_exact_round_trip_and_refuse_damage() {
+        let recs = [
+            Record::inline(b"key", b"value"),
+            Record::overflow(b"big", b"pre", 100_000, 77),
+            Record::child(b"sep", 9),
+        ];
+        for rec in recs {
+            let mut out = vec![0xEE];
+            rec.encode_to(&mut out).expect("valid record");
+            assert_eq!(out.len(), 1 + rec.encoded_len());
+            assert_eq!(
+                Record::decode_exact(out.get(1..).unwrap_or_default()),
+                Ok(rec)
+            );
+            out.push(0);
+            assert!(
+                Record::decode_exact(out.get(1..).unwrap_or_default()).is_err(),
+                "trailing byte"
+            );
+            out.truncate(out.len() - 2);
+            assert!(
+                Record::decode_exact(out.get(1..).unwrap_or_default()).is_err(),
+                "cut short"
+            );
+        }
+        let bad = Record::overflow(b"k", b"", 10, FIL_NULL);
+        let mut out = Vec::new();
+        assert!(bad.encode_to(&mut out).is_err());
+        assert!(out.is_empty());
+    }
 
     #[test]
     fn every_kind_round_trips() {

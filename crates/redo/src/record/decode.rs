@@ -215,31 +215,62 @@ impl<'a> RecordReader<'a> {
             2 => {
                 let sub_at = start + f.pos;
                 let sub = f.varint("EXTENDED subtype")?;
-                if sub != u32::from(ExtendedType::IndexReorganize as u8) {
+                let Some(kind) = ExtendedType::from_subtype(sub) else {
                     return Err(corrupt(
                         sub_at,
                         format!("EXTENDED record subtype {sub} is not defined by this version"),
                     ));
-                }
+                };
+                let name = extended_name(kind);
                 if same {
                     return Err(corrupt(
                         at,
-                        "INDEX_REORGANIZE must name its page (same_page set)".into(),
-                    ));
-                }
-                if f.pos != rest.len() {
-                    return Err(corrupt(
-                        start + f.pos,
-                        format!(
-                            "{} trailing bytes after INDEX_REORGANIZE",
-                            rest.len() - f.pos
-                        ),
+                        format!("{name} must name its page (same_page set)"),
                     ));
                 }
                 if self.cursor.is_some_and(|c| c.page == page && c.freed) {
                     return Err(corrupt(
                         at,
-                        format!("INDEX_REORGANIZE of {page} after its FREE_PAGE without INIT_PAGE"),
+                        format!("{name} of {page} after its FREE_PAGE without INIT_PAGE"),
+                    ));
+                }
+                let rec = match kind {
+                    ExtendedType::IndexReorganize => Record::IndexReorganize { page },
+                    ExtendedType::IndexInsert
+                    | ExtendedType::IndexReplace
+                    | ExtendedType::IndexRemove => {
+                        let pos_at = start + f.pos;
+                        let pos = f.varint("record position")? as usize;
+                        // A page of P bytes has fewer than P / 2 slots.
+                        if pos >= p / 2 {
+                            return Err(corrupt(
+                                pos_at,
+                                format!("{name} at record {pos}: a {p}-byte page has fewer"),
+                            ));
+                        }
+                        if kind == ExtendedType::IndexRemove {
+                            Record::IndexRemove { page, pos }
+                        } else {
+                            let rec_at = start + f.pos;
+                            let record = f.tail();
+                            if let Err(what) = barracuda_page::Record::decode_exact(record) {
+                                return Err(corrupt(
+                                    rec_at,
+                                    format!("{name} carries no valid index record: {what}"),
+                                ));
+                            }
+                            if kind == ExtendedType::IndexInsert {
+                                Record::IndexInsert { page, pos, record }
+                            } else {
+                                Record::IndexReplace { page, pos, record }
+                            }
+                        }
+                    }
+                };
+                if f.pos != rest.len() {
+                    return Err(corrupt(
+                        start + f.pos,
+                        format!("{} trailing bytes after {name}", rest.len() - f.pos),
                     ));
                 }
                 self.cursor = Some(Cursor {
@@ -247,7 +278,7 @@ impl<'a> RecordReader<'a> {
                     end: 0,
                     freed: false,
                 });
-                Record::IndexReorganize { page }
+                rec
             }
             _ => return Err(corrupt(at, "record type 6 is reserved".into())),
         };
@@ -381,6 +412,14 @@ fn apply_one(
             }
             return reorganize(page, buf);
         }
+        Record::IndexInsert { .. } | Record::IndexReplace { .. } | Record::IndexRemove { .. } => {
+            if *state == PageState::Freed {
+                return Err(invalid(
+                    "an index record change after FREE_PAGE without INIT_PAGE".into(),
+                ));
+            }
+            return index_change(page, buf, rec);
+        }
     };
     if *state == PageState::Freed {
         return Err(invalid("a change after FREE_PAGE without INIT_PAGE".into()));
@@ -429,4 +468,40 @@ pub(crate) fn reorganize(page: PageId, buf: &mut [u8]) -> Result<(), RecordError
     })?;
     index.compact();
     Ok(())
+}
+
+/// Replays an INDEX_INSERT, INDEX_REPLACE or INDEX_REMOVE onto index page `page` in `buf` (a
+/// page size long) with the same [`IndexPage`] function that made the change, so the result is
+/// the same bytes. The page is opened with the O(1) header checks only: it is the page the
+/// change was made to (the page-LSN check picks which records a page gets), and on a damaged
+/// page the page API fails or gives unspecified bytes, never panics.
+fn index_change(page: PageId, buf: &mut [u8], rec: &Record<'_>) -> Result<(), RecordError> {
+    let invalid = |what: String| RecordError::Invalid { page, what };
+    let size = check_page_buffer(page, buf)?;
+    let mut index = IndexPage::open_trusted(buf, size).map_err(|e| {
+        invalid(format!(
+            "an index record change on a page that is not one: {e}"
+        ))
+    })?;
+    let decoded = |bytes| {
+        barracuda_page::Record::decode_exact(bytes)
+            .map_err(|what| invalid(format!("an index record that does not decode: {what}")))
+    };
+    let done = match *rec {
+        Record::IndexInsert { pos, record, .. } => index.insert(pos, &decoded(record)?),
+        Record::IndexReplace { pos, record, .. } => index.replace(pos, &decoded(record)?),
+        Record::IndexRemove { pos, .. } => index.remove(pos),
+        _ => Ok(()),
+    };
+    done.map_err(|e| invalid(format!("replaying an index record change: {e}")))
+}
+
+/// The name of an EXTENDED subtype in `docs/FORMATS.md` §10.1, for errors.
+pub(crate) fn extended_name(kind: ExtendedType) -> &'static str {
+    match kind {
+        ExtendedType::IndexReorganize => "INDEX_REORGANIZE",
+        ExtendedType::IndexInsert => "INDEX_INSERT",
+        ExtendedType::IndexReplace => "INDEX_REPLACE",
+        ExtendedType::IndexRemove => "INDEX_REMOVE",
+    }
 }

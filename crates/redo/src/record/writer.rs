@@ -108,6 +108,76 @@ impl MtrWriter {
         Ok(())
     }
 
+    /// Logs that `record` was inserted as record `pos` of index page `page`
+    /// ([`ExtendedType::IndexInsert`]). Fails, appending nothing, if the page was freed by the
+    /// previous record on it or `record` has no valid encoding.
+    pub fn index_insert(
+        &mut self,
+        page: PageId,
+        pos: usize,
+        record: &barracuda_page::Record<'_>,
+    ) -> Result<(), RecordError> {
+        self.index_change(ExtendedType::IndexInsert, page, pos, Some(record))
+    }
+
+    /// Logs that record `pos` of index page `page` was replaced by `record`
+    /// ([`ExtendedType::IndexReplace`]). Fails as [`index_insert`](Self::index_insert).
+    pub fn index_replace(
+        &mut self,
+        page: PageId,
+        pos: usize,
+        record: &barracuda_page::Record<'_>,
+    ) -> Result<(), RecordError> {
+        self.index_change(ExtendedType::IndexReplace, page, pos, Some(record))
+    }
+
+    /// Logs that record `pos` of index page `page` was removed ([`ExtendedType::IndexRemove`]).
+    /// Fails if the page was freed by the previous record on it.
+    pub fn index_remove(&mut self, page: PageId, pos: usize) -> Result<(), RecordError> {
+        self.index_change(ExtendedType::IndexRemove, page, pos, None)
+    }
+
+    fn index_change(
+        &mut self,
+        kind: ExtendedType,
+        page: PageId,
+        pos: usize,
+        record: Option<&barracuda_page::Record<'_>>,
+    ) -> Result<(), RecordError> {
+        let name = super::decode::extended_name(kind);
+        if self.cursor.is_some_and(|c| c.page == page && c.freed) {
+            return Err(self.invalid(page, format!("{name} after FREE_PAGE without INIT_PAGE")));
+        }
+        let p = self.page_size.bytes();
+        if pos >= p / 2 {
+            return Err(self.invalid(
+                page,
+                format!("{name} at record {pos}: a {p}-byte page has fewer"),
+            ));
+        }
+        let mut fields = Vec::with_capacity(2 * varint::MAX_LEN + 32);
+        varint::encode(kind as u32, &mut fields);
+        varint::encode(small(pos), &mut fields);
+        if let Some(record) = record {
+            if record.encoded_len() > p {
+                return Err(self.invalid(
+                    page,
+                    format!("{name} of a {}-byte record", record.encoded_len()),
+                ));
+            }
+            record.encode_to(&mut fields).map_err(|what| {
+                self.invalid(page, format!("{name} of an invalid record: {what}"))
+            })?;
+        }
+        self.emit_with(RecordType::Extended, page, false, &fields, &[]);
+        self.cursor = Some(Cursor {
+            page,
+            end: 0,
+            freed: false,
+        });
+        Ok(())
+    }
+
     /// Drops every byte after the first `len` and sets the cursor the next record is placed
     /// against (the state [`cursor`](Self::cursor) returned at that length).
     pub(crate) fn truncate(&mut self, len: usize, cursor: Option<Cursor>) {
