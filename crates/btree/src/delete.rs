@@ -7,7 +7,7 @@ use barracuda_page::PageId;
 use crate::error::{BTreeError, Result};
 use crate::held::Held;
 use crate::insert::{free_unreachable_chain, Previous};
-use crate::mtr::Mtr;
+use crate::mtr::{IndexChange, Mtr};
 use crate::node::{self, NodeMut, NodeRef, Value};
 use crate::tree::BTree;
 
@@ -43,8 +43,9 @@ impl BTree {
             }
             (pos, Previous::of(node.value(pos)?))
         };
-        NodeMut::open(&mut leaf, id, self)?.remove(pos)?;
         let mut mtr = Mtr::new(self.ctx.log.as_ref());
+        NodeMut::open(leaf.described_change_mut(), id, self)?.remove(pos)?;
+        mtr.describe(&leaf, IndexChange::Remove { pos })?;
         mtr.changed(leaf);
         mtr.commit()?;
         Ok(Some(previous))
@@ -68,7 +69,8 @@ impl BTree {
         // Everything that can fail comes before the first change.
         let mut held = self.acquire_for_rebalance(&guard, &path)?;
         let mut mtr = Mtr::new(self.ctx.log.as_ref());
-        NodeMut::open(&mut guard, id, self)?.remove(pos)?;
+        NodeMut::open(guard.described_change_mut(), id, self)?.remove(pos)?;
+        mtr.describe(&guard, IndexChange::Remove { pos })?;
         let mut freed = Vec::new();
         self.rebalance(&mut mtr, &mut held, guard, path, &mut freed)?;
         mtr.commit()?;

@@ -4,7 +4,7 @@ use barracuda_buffer_pool::ExclusiveGuard;
 use barracuda_page::PageNo;
 
 use crate::error::{BTreeError, Result};
-use crate::mtr::Mtr;
+use crate::mtr::{IndexChange, Mtr};
 use crate::node::{self, Node, NodeMut, NodeRef, Value, MAX_VALUE_LEN};
 use crate::overflow;
 use crate::tree::{BTree, Target};
@@ -93,8 +93,8 @@ impl BTree {
         if !fit.fits {
             return Ok(None);
         }
-        fit.apply(&mut leaf, self, key, value)?;
         let mut mtr = Mtr::new(self.ctx.log.as_ref());
+        fit.apply(&mut mtr, &mut leaf, self, key, value)?;
         mtr.changed(leaf);
         mtr.commit()?;
         Ok(Some(fit.previous))
@@ -185,8 +185,8 @@ impl BTree {
         let id = guard.page_id();
         let fit = LeafFit::of(&NodeRef::open(&guard, id, self)?, self, key, value)?;
         if fit.fits {
-            fit.apply(&mut guard, self, key, value)?;
             let mut mtr = Mtr::new(self.ctx.log.as_ref());
+            fit.apply(&mut mtr, &mut guard, self, key, value)?;
             mtr.changed(guard);
             mtr.commit()?;
             return Ok(fit.previous);
@@ -198,7 +198,8 @@ impl BTree {
             Ok(pos) => {
                 // A replacement that does not fit: the old record goes, the new one is placed
                 // by the split.
-                NodeMut::open(&mut guard, id, self)?.remove(pos)?;
+                NodeMut::open(guard.described_change_mut(), id, self)?.remove(pos)?;
+                mtr.describe(&guard, IndexChange::Remove { pos })?;
                 pos
             }
             Err(pos) => pos,
@@ -238,22 +239,31 @@ impl LeafFit {
         })
     }
 
-    /// Places the record; the room was checked by [`of`](Self::of).
+    /// Places the record, described to `mtr` as an index insert or replace (the leaf is
+    /// handed to the mtr by the caller); the room was checked by [`of`](Self::of).
     fn apply(
         &self,
+        mtr: &mut Mtr<'_>,
         leaf: &mut ExclusiveGuard<'_>,
         tree: &BTree,
         key: &[u8],
         value: Value<'_>,
     ) -> Result<()> {
         let id = leaf.page_id();
-        let mut node = NodeMut::open(leaf, id, tree)?;
+        let mut node = NodeMut::open(leaf.described_change_mut(), id, tree)?;
         let placed = match self.found {
             Ok(pos) => node.replace(pos, key, value)?,
             Err(pos) => node.insert(pos, key, value)?,
         };
         if placed {
-            Ok(())
+            let record = value.record(key);
+            mtr.describe(
+                leaf,
+                match self.found {
+                    Ok(pos) => IndexChange::Replace { pos, record },
+                    Err(pos) => IndexChange::Insert { pos, record },
+                },
+            )
         } else {
             Err(BTreeError::corrupt(
                 id,

@@ -54,6 +54,6 @@ pub use alloc::PageAllocator;
 pub use check::TreeStats;
 pub use error::{BTreeError, Result};
 pub use iter::RangeIter;
-pub use mtr::{LogSink, LsnRange, Mtr, MtrSummary, PageChange, PlaceholderLog};
+pub use mtr::{IndexChange, LogSink, LsnRange, Mtr, MtrSummary, PageChange, PlaceholderLog};
 pub use node::{max_key_len, MAX_VALUE_LEN};
 pub use tree::{BTree, TreeContext};

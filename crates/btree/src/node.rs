@@ -30,7 +30,7 @@ pub(crate) enum Value<'a> {
 }
 
 impl<'a> Value<'a> {
-    fn record(self, key: &'a [u8]) -> Record<'a> {
+    pub(crate) fn record(self, key: &'a [u8]) -> Record<'a> {
         match self {
             Value::Inline(v) => Record::inline(key, v),
             Value::Overflow {

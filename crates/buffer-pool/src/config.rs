@@ -117,6 +117,7 @@ pub struct PoolConfig {
     pub(crate) page_hash_shards: usize,
     pub(crate) all_pinned_timeout: Duration,
     pub(crate) capture_before_images: bool,
+    pub(crate) keep_described_from: bool,
 }
 
 /// Smallest pool accepted, in pages.
@@ -142,6 +143,7 @@ impl PoolConfig {
             page_hash_shards: 16,
             all_pinned_timeout: Duration::from_secs(2),
             capture_before_images: false,
+            keep_described_from: false,
         }
     }
 
@@ -153,6 +155,17 @@ impl PoolConfig {
     /// [`ExclusiveGuard::before_image`]: crate::ExclusiveGuard::before_image
     pub fn capture_before_images(mut self, on: bool) -> Self {
         self.capture_before_images = on;
+        self
+    }
+
+    /// Whether an [`ExclusiveGuard`](crate::ExclusiveGuard) that captures before-images also
+    /// keeps a copy of its page before the first change made through
+    /// [`described_change_mut`](crate::ExclusiveGuard::described_change_mut)
+    /// ([`described_from`](crate::ExclusiveGuard::described_from)), so that a log can check
+    /// that its description of the change reproduces the page. A page copy per such change:
+    /// for tests and debug builds. Default = off.
+    pub fn keep_described_from(mut self, on: bool) -> Self {
+        self.keep_described_from = on;
         self
     }
 

@@ -99,14 +99,20 @@ struct ChangeTracker<'a> {
     /// The page was created by this guard (zero-filled, not read): its earlier contents do not
     /// matter, and there is no before-image to keep.
     created: bool,
-    /// The page as it was before the first unrecorded change.
+    /// The page as it was before the first unrecorded change taken through `DerefMut`.
     before: Option<Box<[u8]>>,
+    /// The page as it was before the first unrecorded described change, when the pool keeps
+    /// it ([`PoolConfig::keep_described_from`](crate::PoolConfig::keep_described_from)).
+    described_from: Option<Box<[u8]>>,
 }
 
 impl ChangeTracker<'_> {
     /// Forgets the before-image (a recorded change starts a new one).
     fn clear_before(&mut self) {
         if let Some(buf) = self.before.take() {
+            before_images::give_back(buf);
+        }
+        if let Some(buf) = self.described_from.take() {
             before_images::give_back(buf);
         }
     }
@@ -177,6 +183,7 @@ impl<'a> ExclusiveGuard<'a> {
                 unrecorded_change: false,
                 created: false,
                 before: None,
+                described_from: None,
             },
             latch,
             pin,
@@ -211,6 +218,39 @@ impl<'a> ExclusiveGuard<'a> {
     /// (whose before-image is all zeros, see [`is_created`](Self::is_created)).
     pub fn before_image(&self) -> Option<&[u8]> {
         self.tracker.before.as_deref()
+    }
+
+    /// The page bytes, mutably, for a change the caller describes to the log itself (a
+    /// logical redo record such as an index insert, replayed by the same code that made the
+    /// change) instead of leaving it to a before/after diff: unlike [`DerefMut`] this captures
+    /// no before-image, which is the point — a page copy per change is what it saves.
+    ///
+    /// It counts as a change like `DerefMut` (an unrecorded change poisons the frame). The
+    /// caller's description is complete only while [`before_image`](Self::before_image) is
+    /// `None` and the page was not [created](Self::is_created): once a before-image exists, the
+    /// diff from it covers this change too, and the description must be dropped. Changes
+    /// described before the first `DerefMut` followed by that diff reproduce the page.
+    pub fn described_change_mut(&mut self) -> &mut [u8] {
+        let t = &mut self.tracker;
+        if t.inner.keep_described_from
+            && t.inner.capture_before_images
+            && !t.created
+            && t.before.is_none()
+            && t.described_from.is_none()
+        {
+            t.described_from = Some(before_images::copy_of(&self.latch));
+        }
+        t.unrecorded_change = true;
+        &mut self.latch
+    }
+
+    /// The page as it was before the first [described change](Self::described_change_mut)
+    /// since the last [`mark_dirty`](Self::mark_dirty), when the pool keeps it
+    /// ([`PoolConfig::keep_described_from`](crate::PoolConfig::keep_described_from)) and no
+    /// before-image had been captured then: what replaying the description (then the diff
+    /// from the before-image, if any) must turn into the page.
+    pub fn described_from(&self) -> Option<&[u8]> {
+        self.tracker.described_from.as_deref()
     }
 
     /// The page held.

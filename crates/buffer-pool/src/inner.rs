@@ -74,6 +74,8 @@ pub(crate) struct Inner {
     pub(crate) all_pinned_timeout: Duration,
     /// Exclusive guards copy their page before its first change (`PoolConfig`).
     pub(crate) capture_before_images: bool,
+    /// See [`PoolConfig::keep_described_from`].
+    pub(crate) keep_described_from: bool,
     /// InnoDB `buf_pool->try_LRU_scan`: cleared when a user thread's first 100-page scan failed,
     /// set again after an LRU batch.
     pub(crate) try_lru_scan: AtomicBool,
@@ -114,6 +116,7 @@ impl Inner {
         Ok(Self {
             page_size: config.page_size,
             capture_before_images: config.capture_before_images,
+            keep_described_from: config.keep_described_from,
             capacity,
             frames,
             hash: PageHash::new(config.page_hash_shards, capacity),

@@ -146,6 +146,8 @@ impl Engine {
         let spaces = Arc::new(SpaceRegistry::new(log.clone(), catalog.clone()));
         let config = PoolConfig::new(page_size)
             .capture_before_images(true)
+            // Debug builds check that every described change replays to the page it made.
+            .keep_described_from(cfg!(debug_assertions))
             .capacity_pages(capacity)
             .lru_scan_depth(options.lru_scan_depth)
             .old_blocks_pct(options.old_blocks_pct)

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use barracuda_btree::{BTreeError, LogSink, LsnRange, MtrSummary};
+use barracuda_btree::{BTreeError, IndexChange, LogSink, LsnRange, MtrSummary};
 use barracuda_page::{Lsn, PageId, PageSize};
 use barracuda_redo::record::MtrWriter;
 use barracuda_redo::RedoLog;
@@ -261,9 +261,27 @@ impl RedoSink {
                 w.init_page(page.id);
                 w.log_page_diff(page.id, &self.zeros, page.after)
                     .map_err(invalid)?;
-            } else if let Some(before) = page.before {
-                w.log_page_diff(page.id, before, page.after)
+            } else {
+                let start = w.len();
+                for change in page.described {
+                    match *change {
+                        IndexChange::Insert { pos, ref record } => {
+                            w.index_insert(page.id, pos, record)
+                        }
+                        IndexChange::Replace { pos, ref record } => {
+                            w.index_replace(page.id, pos, record)
+                        }
+                        IndexChange::Remove { pos } => w.index_remove(page.id, pos),
+                    }
                     .map_err(invalid)?;
+                }
+                if let Some(before) = page.before {
+                    w.log_page_diff(page.id, before, page.after)
+                        .map_err(invalid)?;
+                }
+                if let Some(from) = page.described_from {
+                    check_replay(page.id, from, &w.as_bytes()[start..], page.after)?;
+                }
             }
         }
         if w.is_empty() {
@@ -272,6 +290,24 @@ impl RedoSink {
             w.option(first, &[]).map_err(invalid)?;
         }
         Ok(w.finish())
+    }
+}
+
+/// Checks that `records` (an mtr's records from the first one about `page`) turn `from`, the
+/// page before its first described change, into `after`: a description that does not
+/// reproduce the page would make recovery build a different page. Run where the pool keeps
+/// `from` (debug builds, tests); an error abandons the mtr, which poisons the page.
+fn check_replay(page: PageId, from: &[u8], records: &[u8], after: &[u8]) -> Result<(), BTreeError> {
+    let mut replayed = from.to_vec();
+    barracuda_redo::record::apply_mtr(page, &mut replayed, records)
+        .map_err(|e| BTreeError::Log(format!("replaying the described changes of {page}: {e}")))?;
+    match replayed.iter().zip(after).position(|(a, b)| a != b) {
+        None => Ok(()),
+        Some(at) => Err(BTreeError::Log(format!(
+            "the redo records of {page} do not reproduce it: byte {at} replays as {:#04x}, \
+             the page holds {:#04x}",
+            replayed[at], after[at]
+        ))),
     }
 }
 
@@ -352,6 +388,8 @@ mod tests {
             created: true,
             before: None,
             after: &after,
+            described: &[],
+            described_from: None,
         }];
         sink.commit_mtr(&MtrSummary { pages: &pages }).unwrap()
     }
