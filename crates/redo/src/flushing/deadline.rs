@@ -127,8 +127,8 @@ pub fn deadline_plan(input: &DeadlineInput<'_>) -> DeadlinePlan {
     }
 }
 
-/// The redo rate as the page cleaner measures it: the redo of about the last second over its
-/// duration, quick to rise, slow to fall.
+/// The redo rate as the page cleaner measures it: the redo of about the last second (since the
+/// last round without any, if later) over its duration, quick to rise, slow to fall.
 ///
 /// One round's redo (a tenth of a second) varies by tens of percent with the commits' own
 /// bursts; the average over a [`RedoRate::WINDOW`] does not. A rise of that average is taken
@@ -162,6 +162,12 @@ impl RedoRate {
             return self.get();
         }
         self.window.push_back((lsn_bytes, elapsed));
+        // Rounds without redo before the newest ones are a pause, not part of the rate the redo
+        // is coming at now: a cold start measured over the idle second before it would be
+        // under-estimated for a second (a fall is still followed, through the time constant).
+        while self.window.len() > 1 && self.window.front().is_some_and(|&(b, _)| b == 0) {
+            self.window.pop_front();
+        }
         let mut span: Duration = self.window.iter().map(|&(_, t)| t).sum();
         // Drop the oldest measurements the window holds without.
         while let Some(&(_, oldest)) = self.window.front() {

@@ -133,10 +133,15 @@ fn the_rate_averages_the_last_second_rises_at_once_and_falls_with_the_time_const
     assert_eq!(r.observe(200_000, ms(100)), 2_100_000);
     // A second without redo empties the window: 2,100,000 × e^−1 = 772,546.
     assert_eq!(r.observe(0, Duration::from_secs(1)), 772_546);
-    // Half a second at 1,000,000 B/s (the window is that half second after the second of
-    // nothing: 500,000 / 1.5 s = 333,333 < 772,546): 772,546.3 − 439,213.0 × 0.393469 =
-    // 599,729.4.
-    assert_eq!(r.observe(500_000, ms(500)), 599_729);
+    // Redo resuming after the pause is measured alone, not diluted by it: 500,000 in 0.5 s.
+    assert_eq!(r.observe(500_000, ms(500)), 1_000_000);
+    // Idle rounds before a cold start do not dilute it either.
+    let mut cold = RedoRate::new();
+    for _ in 0..10 {
+        cold.observe(0, ms(100));
+    }
+    assert_eq!(cold.get(), 0);
+    assert_eq!(cold.observe(300_000, ms(100)), 3_000_000);
 }
 
 const POINTS: FlushPoints = FlushPoints {
