@@ -294,7 +294,8 @@ impl<'a> Mtr<'a> {
             self.log.commit_mtr(&MtrSummary { pages: &pages })?
         };
         for guard in &mut self.changed {
-            barracuda_page::set_page_lsn(guard, range.end);
+            // Not through `DerefMut`: a before-image taken now would be a page copy for nothing.
+            guard.stamp_page_lsn(range.end);
             guard.mark_dirty_since(range.start, range.end);
         }
         self.log.mtr_closed(range);

@@ -258,6 +258,15 @@ impl<'a> ExclusiveGuard<'a> {
         self.tracker.id
     }
 
+    /// Writes `lsn` into the page header's LSN field (what a mini-transaction does at commit,
+    /// before [`mark_dirty_since`](Self::mark_dirty_since)). The stamp is the log's own
+    /// position, not a change the log records, so unlike [`DerefMut`] it captures no
+    /// before-image; it counts as a change until the change is recorded.
+    pub fn stamp_page_lsn(&mut self, lsn: Lsn) {
+        self.tracker.unrecorded_change = true;
+        barracuda_page::set_page_lsn(&mut self.latch, lsn);
+    }
+
     /// Records a change made under this latch at `lsn`: newest modification = max(newest, `lsn`);
     /// if the page was clean, oldest modification = `lsn` and the page joins the flush list.
     /// The pool writes it later only after `PageStore::flush_log_up_to(newest)` (the WAL rule).

@@ -83,3 +83,17 @@ fn an_unrecorded_described_change_poisons_the_page() {
     ));
     assert!(pool.writes_stopped().is_some());
 }
+
+#[test]
+fn stamping_the_page_lsn_takes_no_before_image_and_counts_as_a_change() {
+    let (_store, pool) = setup(small_config(32).capture_before_images(true), 100);
+    {
+        let mut page = pool.get_exclusive(pid(4)).unwrap();
+        page.stamp_page_lsn(42);
+        assert!(page.before_image().is_none());
+        assert!(page.has_unrecorded_change());
+        assert_eq!(barracuda_page::page_lsn(&page), Some(42));
+        page.mark_dirty(42);
+    }
+    assert!(pool.writes_stopped().is_none());
+}
