@@ -34,7 +34,7 @@ pub use log::{
     log_path, Durability, LogStats, RedoLog, RedoOptions, BACKGROUND_INTERVAL, DEFAULT_START_LSN,
     LOG_FILE_NAME,
 };
-pub use recovery::{RecoveredMtr, Recovery};
+pub use recovery::{RecoveredMtr, Recovery, UncheckedMtr};
 
 /// A log sequence number: the byte position in the logical log stream (frames included), which
 /// only grows; LSN `l` is stored at data-area offset `l % capacity`.

@@ -283,35 +283,108 @@ impl Recovery {
 
 impl Recovery {
     /// The next mtr up to the end of the log as `(start LSN, end LSN, payload)`, the payload
-    /// borrowed from the read window until the next call (the iterator copies it; recovery's
-    /// hot loop need not). `Ok(None)` after the last. An I/O error is returned once, and ends
-    /// the iteration.
+    /// borrowed from the read window until the next call (the iterator copies it). `Ok(None)`
+    /// after the last. An I/O error is returned once, and ends the iteration.
     pub fn next_mtr(&mut self) -> Result<Option<(Lsn, Lsn, &[u8])>> {
+        let Some(frame) = self.step(true)? else {
+            return Ok(None);
+        };
+        Ok(Some((frame.start_lsn, frame.end_lsn, frame.payload)))
+    }
+
+    /// [`next_mtr`](Self::next_mtr) without checking the frame's CRC a second time (the scan
+    /// at [`open`](Self::open) checked every frame up to the end): the caller checks it with
+    /// [`UncheckedMtr::crc_matches`] before it uses the payload, possibly on another thread —
+    /// recovery's reading thread hands that work to its apply threads. The frame's length is
+    /// still checked against the header's bound before anything is read.
+    pub fn next_mtr_unchecked(&mut self) -> Result<Option<UncheckedMtr<'_>>> {
+        self.step(false)
+    }
+
+    /// Steps past the next frame up to the end, checking its CRC if `check_crc`.
+    fn step(&mut self, check_crc: bool) -> Result<Option<UncheckedMtr<'_>>> {
         if self.ended || self.next >= self.end {
             return Ok(None);
         }
-        match self.next_frame() {
-            Ok(Some((start, end, _))) => {
+        let found = if check_crc {
+            self.next_frame()
+        } else {
+            self.next_frame_unchecked()
+        };
+        match found {
+            Ok(Some((start, end, continues))) => {
                 let len = end - start - format::FRAME_OVERHEAD;
-                Ok(Some((start, end, self.bytes(start + 4, len))))
+                let crc = self.bytes(start + 4 + len, 4).try_into().unwrap_or([0; 4]);
+                Ok(Some(UncheckedMtr {
+                    start_lsn: start,
+                    end_lsn: end,
+                    payload: self.bytes(start + 4, len),
+                    continues,
+                    crc: u32::from_le_bytes(crc),
+                }))
             }
             Ok(None) => {
                 // The first scan found valid frames up to `end`; the file changed under us.
                 self.ended = true;
-                Err(RedoError::Corrupt {
-                    path: self.path.clone(),
-                    offset: self.header.offset_of(self.next) + DATA_OFFSET,
-                    what: format!(
-                        "the frame at LSN {} was valid in the first scan and is not now",
-                        self.next
-                    ),
-                })
+                Err(self.changed_since_scan(self.next))
             }
             Err(e) => {
                 self.ended = true;
                 Err(e)
             }
         }
+    }
+
+    /// The error for a frame at `lsn` that the scan at open found valid and a later read
+    /// does not: the file changed under recovery.
+    pub fn changed_since_scan(&self, lsn: Lsn) -> RedoError {
+        RedoError::Corrupt {
+            path: self.path.clone(),
+            offset: self.header.offset_of(lsn),
+            what: format!("the frame at LSN {lsn} was valid in the first scan and is not now"),
+        }
+    }
+
+    /// [`next_frame`](Self::next_frame) without the CRC check, for frames the first scan
+    /// checked.
+    fn next_frame_unchecked(&mut self) -> Result<Option<(Lsn, Lsn, bool)>> {
+        let lsn = self.next;
+        if !self.fill(lsn, 4)? {
+            return Ok(None);
+        }
+        let len_bytes = self.bytes(lsn, 4).try_into().unwrap_or([0; 4]);
+        let Some((len, continues)) = format::frame_len(&self.header, lsn, len_bytes, self.limit)
+        else {
+            return Ok(None);
+        };
+        let total = len + format::FRAME_OVERHEAD;
+        if !self.fill(lsn, total)? {
+            return Ok(None);
+        }
+        self.next = lsn + total;
+        Ok(Some((lsn, lsn + total, continues)))
+    }
+}
+
+/// An mtr read by [`Recovery::next_mtr_unchecked`]: its frame's CRC is not checked yet.
+#[derive(Debug, Clone, Copy)]
+pub struct UncheckedMtr<'a> {
+    /// LSN of the first byte of its frame.
+    pub start_lsn: Lsn,
+    /// LSN just past its frame.
+    pub end_lsn: Lsn,
+    /// The mtr's bytes, unchecked.
+    pub payload: &'a [u8],
+    /// The frame's CONTINUES flag (its commit unit goes on in the next frame).
+    pub continues: bool,
+    /// The CRC the frame carries.
+    pub crc: u32,
+}
+
+impl UncheckedMtr<'_> {
+    /// Whether `payload` (this mtr's bytes, maybe copied elsewhere) matches the frame's CRC.
+    pub fn crc_matches(start_lsn: Lsn, payload: &[u8], continues: bool, crc: u32) -> bool {
+        format::frame_valid(start_lsn, payload, continues, crc.to_le_bytes())
     }
 }
 
@@ -330,5 +403,74 @@ impl Iterator for Recovery {
                 })
             })
             .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use barracuda_io::FaultyFileSystem;
+
+    use super::*;
+    use crate::log::RedoOptions;
+
+    /// A byte of a frame changed between the scan at open and the read for replay: the checked
+    /// read refuses the frame, naming its LSN and file offset, and the unchecked read yields it
+    /// with a CRC that does not match (what recovery's apply threads check).
+    #[test]
+    fn a_frame_changed_after_the_scan_is_refused_checked_or_not() -> Result<()> {
+        let fs = FaultyFileSystem::new();
+        let dir = Path::new("/db");
+        let options = RedoOptions {
+            capacity: 16 << 10,
+            buffer_bytes: 4096,
+            start_lsn: 8192,
+            durability: Durability::Sync,
+        };
+        let log = RedoLog::create(&fs, dir, &options)?;
+        log.commit(&[1u8; 100])?;
+        let (damaged, _) = log.commit(&[2u8; 100])?;
+        fs.crash()?;
+        drop(log);
+        let mut checked = Recovery::open(&fs, dir)?;
+        let mut unchecked = Recovery::open(&fs, dir)?;
+        let offset = checked.header.offset_of(damaged) + 4 + 10;
+        fs.open(&log_path(dir), &OpenOptions::new())?
+            .write_at(&[9], offset)?;
+        // The scan's read-ahead window holds this small log whole; a large log is read again.
+        checked.window.clear();
+        unchecked.window.clear();
+
+        assert!(checked.next_mtr()?.is_some());
+        match checked.next_mtr() {
+            Err(RedoError::Corrupt {
+                offset: at, what, ..
+            }) => {
+                assert_eq!(at, offset - 14, "{what}");
+                assert!(what.contains(&format!("LSN {damaged}")), "{what}");
+            }
+            other => panic!("expected the changed frame to be refused, got {other:?}"),
+        }
+
+        let first = unchecked
+            .next_mtr_unchecked()?
+            .map(|m| (m.start_lsn, m.continues, m.crc, m.payload.to_vec()));
+        let (lsn, continues, crc, payload) = first.ok_or(RedoError::Corrupt {
+            path: PathBuf::new(),
+            offset: 0,
+            what: "no first mtr".into(),
+        })?;
+        assert!(UncheckedMtr::crc_matches(lsn, &payload, continues, crc));
+        let second = unchecked
+            .next_mtr_unchecked()?
+            .map(|m| (m.start_lsn, m.continues, m.crc, m.payload.to_vec()));
+        let (lsn, continues, crc, payload) = second.ok_or(RedoError::Corrupt {
+            path: PathBuf::new(),
+            offset: 0,
+            what: "no second mtr".into(),
+        })?;
+        assert_eq!(lsn, damaged);
+        assert_eq!(payload.get(10), Some(&9));
+        assert!(!UncheckedMtr::crc_matches(lsn, &payload, continues, crc));
+        Ok(())
     }
 }

@@ -185,6 +185,8 @@ fn apply_change(batch: &Batch, change: Change, page: &mut CachedPage) -> Result<
     let Some((mtr, payload)) = batch.mtr(change.mtr) else {
         return Ok(());
     };
+    // Before the LSN check: a damaged page id could have sent the change here.
+    mtr.check(payload)?;
     // Log order: once one mtr is newer than the page, every later one is too.
     if mtr.end_lsn <= page.lsn {
         return Ok(());
@@ -326,6 +328,12 @@ impl DirtyPages {
     /// No pages.
     pub(super) fn new() -> Self {
         Self(Vec::new())
+    }
+
+    /// The bytes of page `id` if it is among these (tests look at what was applied).
+    #[cfg(test)]
+    pub(super) fn bytes(&self, id: PageId) -> Option<Vec<u8>> {
+        self.0.iter().find(|p| p.id == id).map(|p| p.buf.to_vec())
     }
 
     /// Adds `other`'s pages (each page is in one thread's cache only).

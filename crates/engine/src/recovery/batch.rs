@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use barracuda_page::{Lsn, PageId, PageSize, SpaceId};
 use barracuda_redo::record::{Record, RecordError, RecordReader};
+use barracuda_redo::UncheckedMtr;
 
 use crate::error::{Error, Result};
 
@@ -22,6 +23,30 @@ pub(super) struct BatchMtr {
     pub(super) end_lsn: Lsn,
     at: usize,
     len: usize,
+    /// The frame's CRC and CONTINUES flag: the log was read without checking the CRC a second
+    /// time, and an apply thread checks it before it uses the mtr ([`BatchMtr::check`]).
+    crc: u32,
+    continues: bool,
+}
+
+impl BatchMtr {
+    /// Checks `payload` (this mtr's) against its frame's CRC; an error says the log changed
+    /// since the scan at open found the frame valid.
+    pub(super) fn check(&self, payload: &[u8]) -> Result<()> {
+        if UncheckedMtr::crc_matches(self.start_lsn, payload, self.continues, self.crc) {
+            Ok(())
+        } else {
+            Err(changed_since_scan(self.start_lsn))
+        }
+    }
+}
+
+/// The error for an mtr whose frame the scan at open found valid and a later read did not.
+fn changed_since_scan(lsn: Lsn) -> Error {
+    Error::Corrupt {
+        file: PathBuf::from("redo"),
+        what: format!("the frame at LSN {lsn} was valid in the first scan and is not now"),
+    }
 }
 
 /// A page change: page `key` (see [`page_key`]) is changed by the mtr at index `mtr` of the
@@ -129,17 +154,38 @@ impl<'s> BatchBuilder<'s> {
         self.batch.is_empty()
     }
 
-    /// Adds the mtr `payload` logged at `start_lsn..end_lsn`, noting the pages it changes
-    /// (records of spaces not listed, and OPTION records, change nothing recovery writes).
-    pub(super) fn add(&mut self, (start_lsn, end_lsn): (Lsn, Lsn), payload: &[u8]) -> Result<()> {
+    /// Adds `mtr`, noting the pages it changes (records of spaces not listed, and OPTION
+    /// records, change nothing recovery writes).
+    ///
+    /// Its frame's CRC is checked here only when some record is left out or the records do
+    /// not decode; otherwise each apply thread checks it before using it. Either way no byte
+    /// of an mtr takes effect unchecked — not even by being skipped (a damaged byte could make
+    /// a change look like an OPTION record or like one for a dropped table).
+    pub(super) fn add(&mut self, mtr: &UncheckedMtr<'_>) -> Result<()> {
+        let (start_lsn, end_lsn, payload) = (mtr.start_lsn, mtr.end_lsn, mtr.payload);
         let index = u32::try_from(self.batch.mtrs.len()).map_err(|_| Error::Corrupt {
             file: PathBuf::from("redo"),
             what: "more than 2^32 mtrs in one recovery batch".into(),
         })?;
+        let check = || {
+            if UncheckedMtr::crc_matches(start_lsn, payload, mtr.continues, mtr.crc) {
+                Ok(())
+            } else {
+                Err(changed_since_scan(start_lsn))
+            }
+        };
         let parts = self.parts.len();
+        let mut skipped = false;
         for record in RecordReader::new(payload, self.page_size) {
-            let record = record.map_err(|e| bad_mtr(start_lsn, end_lsn, &e))?;
+            let record = match record {
+                Ok(record) => record,
+                Err(e) => {
+                    check()?;
+                    return Err(bad_mtr(start_lsn, end_lsn, &e));
+                }
+            };
             if matches!(record, Record::Option { .. }) {
+                skipped = true;
                 continue;
             }
             let page = record.page();
@@ -152,6 +198,7 @@ impl<'s> BatchBuilder<'s> {
                 }
             };
             if !known {
+                skipped = true;
                 continue;
             }
             let at = match record {
@@ -173,11 +220,16 @@ impl<'s> BatchBuilder<'s> {
                 list.push(change);
             }
         }
+        if skipped {
+            check()?;
+        }
         self.batch.mtrs.push(BatchMtr {
             start_lsn,
             end_lsn,
             at: self.batch.log.len(),
             len: payload.len(),
+            crc: mtr.crc,
+            continues: mtr.continues,
         });
         self.batch.log.extend_from_slice(payload);
         Ok(())

@@ -497,11 +497,11 @@ fn scan(
     let mut applying: Option<Arc<Batch>> = None;
     let mut next_progress = 10;
     loop {
-        let next = recovery.next_mtr()?;
+        let next = recovery.next_mtr_unchecked()?;
         let done = next.is_none();
-        if let Some((start, end, payload)) = next {
+        if let Some(mtr) = next {
             report.mtrs += 1;
-            builder.add((start, end), payload)?;
+            builder.add(&mtr)?;
         }
         let full = builder.bytes() >= plan.batch_bytes || (done && !builder.is_empty());
         if full {

@@ -94,3 +94,67 @@ fn recovery_with_too_little_memory_for_the_pages_gives_the_same_rows() {
          against {roomy:?}"
     );
 }
+
+/// An mtr whose bytes no longer match its frame's CRC (the log changed after the scan at
+/// open) is refused by the apply thread before any byte of it reaches the page; the same mtr
+/// with its real CRC is applied.
+#[test]
+fn an_apply_thread_checks_the_crc_before_it_applies() -> Result<(), Box<dyn std::error::Error>> {
+    use std::collections::HashMap;
+    use std::path::{Path, PathBuf};
+
+    use barracuda_io::{FileSystem, OpenOptions};
+    use barracuda_page::PageId;
+    use barracuda_redo::record::MtrWriter;
+    use barracuda_redo::{Durability, Recovery, RedoLog, RedoOptions};
+
+    use super::apply::{Applier, Counters};
+    use super::batch::BatchBuilder;
+    use super::files::Files;
+
+    let fs = FaultyFileSystem::new();
+    let dir = Path::new("/db");
+    let table = PathBuf::from("/db/t.ibd");
+    fs.create_dir_all(dir)?;
+    fs.open(&table, &OpenOptions::new().create(true))?;
+    let page = PageId::new(5, 3);
+    let mut mtr = MtrWriter::new(PageSize::K4);
+    mtr.init_page(page);
+    mtr.write(page, 100, b"hello")?;
+    let log = RedoLog::create(
+        &fs,
+        dir,
+        &RedoOptions {
+            capacity: 64 << 10,
+            buffer_bytes: 4096,
+            start_lsn: 8192,
+            durability: Durability::Sync,
+        },
+    )?;
+    log.commit(&mtr.finish())?;
+    drop(log);
+    let mut recovery = Recovery::open(&fs, dir)?;
+    let read = recovery
+        .next_mtr_unchecked()?
+        .ok_or("the log holds the mtr")?;
+
+    let spaces = HashMap::from([(5, table)]);
+    let files = Files::new(&fs, &spaces);
+    let counters = Counters::default();
+    let apply = |crc: u32| -> crate::Result<Option<Vec<u8>>> {
+        let mut builder = BatchBuilder::new(1, PageSize::K4, &spaces);
+        builder.add(&barracuda_redo::UncheckedMtr { crc, ..read })?;
+        let (batch, mut parts) = builder.take();
+        let mut applier = Applier::new(16, PageSize::K4, &files, &counters);
+        applier.apply(&batch, parts.pop().unwrap_or_default())?;
+        Ok(applier.finish().bytes(page))
+    };
+    let damaged = apply(read.crc ^ 1).expect_err("a CRC mismatch must be refused");
+    assert!(
+        damaged.to_string().contains("valid in the first scan"),
+        "{damaged}"
+    );
+    let applied = apply(read.crc)?.ok_or("the page was not changed")?;
+    assert_eq!(applied.get(100..105), Some(&b"hello"[..]));
+    Ok(())
+}
