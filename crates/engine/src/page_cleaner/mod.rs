@@ -4,7 +4,8 @@
 //! The cleaner runs a round every [`TICK`]. Once a second a round asks the flushing controller
 //! (a pure function, `barracuda_redo::flushing`) how many pages to write in the next second,
 //! and the rounds of that second write its request in equal shares, oldest pages first. While
-//! adaptive flushing is on, each round also writes what the dirty pages' deadlines need to keep
+//! adaptive flushing is on (and [`FlushSettings::deadline_flushing`], ours, is not turned off),
+//! each round also writes what the dirty pages' deadlines need to keep
 //! the redo age under the log's async point at the redo rate it measures
 //! ([`deadline_plan`](barracuda_redo::flushing::deadline_plan)) — from the first round, so a
 //! cold start does not wait for the controller's averages — and then moves the checkpoint (a

@@ -131,7 +131,7 @@ impl Rounds {
             second.written,
         );
 
-        let for_deadlines = if settings.adaptive_flushing() {
+        let for_deadlines = if settings.adaptive_flushing() && settings.deadline_flushing() {
             let plan = deadline_plan(&DeadlineInput {
                 current_lsn: current,
                 oldest_modification: engine.pool.oldest_modification(),

@@ -62,6 +62,8 @@ struct Setting {
     controller: FlushControllerKind,
     /// `innodb_adaptive_flushing`.
     adaptive: bool,
+    /// Our deadline flushing on top of the controller (with adaptive flushing on).
+    deadlines: bool,
     /// `innodb_io_capacity` and `innodb_io_capacity_max`.
     io_capacity: (u64, u64),
 }
@@ -71,30 +73,44 @@ struct Setting {
 /// syncs a second. The `on-io200` run shows what the defaults do.
 const SEED_IO_CAPACITY: (u64, u64) = (2000, 4000);
 
-/// The settings compared, in the order they run.
-const SETTINGS: [Setting; 4] = [
+/// The settings compared, in the order they run: adaptive flushing on (the engine's default:
+/// InnoDB's controller and the deadlines), InnoDB's controller alone (`innodb`: the deadlines
+/// off, as InnoDB has it), adaptive flushing off, our PI controller (with the deadlines), and
+/// the default `on` with InnoDB's default capacities.
+const SETTINGS: [Setting; 5] = [
     Setting {
         name: "on",
         controller: FlushControllerKind::InnoDb,
         adaptive: true,
+        deadlines: true,
+        io_capacity: SEED_IO_CAPACITY,
+    },
+    Setting {
+        name: "innodb",
+        controller: FlushControllerKind::InnoDb,
+        adaptive: true,
+        deadlines: false,
         io_capacity: SEED_IO_CAPACITY,
     },
     Setting {
         name: "off",
         controller: FlushControllerKind::InnoDb,
         adaptive: false,
+        deadlines: false,
         io_capacity: SEED_IO_CAPACITY,
     },
     Setting {
         name: "pi",
         controller: FlushControllerKind::Pi,
         adaptive: true,
+        deadlines: true,
         io_capacity: SEED_IO_CAPACITY,
     },
     Setting {
         name: "on-io200",
         controller: FlushControllerKind::InnoDb,
         adaptive: true,
+        deadlines: true,
         io_capacity: (200, 2000),
     },
 ];
@@ -116,8 +132,9 @@ impl Experiment for AdaptiveFlushing {
 
     fn about(&self) -> &'static str {
         "random one-row updates from a cold start, redo log 1/6 of the table, pool 2x the \
-         table: tps and checkpoint age per second with adaptive flushing on, off, the Pi \
-         controller and InnoDB's default io_capacity; sync-flush stalls (CSV + plot)"
+         table: tps and checkpoint age per second with adaptive flushing on, InnoDB's \
+         controller alone, off, the Pi controller and InnoDB's default io_capacity; sync-flush \
+         stalls (CSV + plot)"
     }
 
     fn sizes(&self) -> Sizes {
@@ -187,6 +204,7 @@ impl Experiment for AdaptiveFlushing {
                     json!(format!("{:?}", run.setting.controller)),
                 );
                 map.insert("adaptive_flushing".into(), json!(run.setting.adaptive));
+                map.insert("deadline_flushing".into(), json!(run.setting.deadlines));
                 map.insert("io_capacity".into(), json!(io));
                 map.insert("io_capacity_max".into(), json!(io_max));
                 map.insert("commits".into(), json!(run.commits));
@@ -296,6 +314,7 @@ fn run_one(
 ) -> LabResult<Run> {
     let mut flush = FlushSettings::default();
     flush.set_adaptive_flushing(setting.adaptive);
+    flush.set_deadline_flushing(setting.deadlines);
     // The maximum first, then the capacity, then the maximum exactly: each setter keeps
     // io_capacity ≤ io_capacity_max.
     flush.set_io_capacity_max(setting.io_capacity.1.max(flush.io_capacity_max()))?;

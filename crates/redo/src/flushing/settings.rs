@@ -57,6 +57,7 @@ pub struct FlushSettings {
     max_dirty_pages_pct: f64,
     max_dirty_pages_pct_lwm: f64,
     idle_flush_pct: u32,
+    deadline_flushing: bool,
 }
 
 impl Default for FlushSettings {
@@ -70,6 +71,7 @@ impl Default for FlushSettings {
             max_dirty_pages_pct: 90.0,
             max_dirty_pages_pct_lwm: 10.0,
             idle_flush_pct: 100,
+            deadline_flushing: true,
         }
     }
 }
@@ -135,6 +137,20 @@ impl FlushSettings {
     /// (default 100).
     pub fn idle_flush_pct(&self) -> u32 {
         self.idle_flush_pct
+    }
+
+    /// Not InnoDB's: whether, while adaptive flushing is on, the page cleaner also writes what
+    /// the dirty pages' deadlines need to keep the redo age under the async point at the redo
+    /// rate it measures ([`deadline_plan`](super::deadline_plan)) — from its first round, where
+    /// InnoDB's formulas know the rate only after `flushing_avg_loops` rounds (default on). Off
+    /// leaves the controller alone, to compare it as InnoDB has it.
+    pub fn deadline_flushing(&self) -> bool {
+        self.deadline_flushing
+    }
+
+    /// Sets [`deadline_flushing`](Self::deadline_flushing); any value is valid.
+    pub fn set_deadline_flushing(&mut self, on: bool) {
+        self.deadline_flushing = on;
     }
 
     /// Sets `innodb_io_capacity` (at least 100, at most `io_capacity_max`).
@@ -255,6 +271,7 @@ mod tests {
         assert!((s.max_dirty_pages_pct() - 90.0).abs() < f64::EPSILON);
         assert!((s.max_dirty_pages_pct_lwm() - 10.0).abs() < f64::EPSILON);
         assert_eq!(s.idle_flush_pct(), 100);
+        assert!(s.deadline_flushing(), "ours, on by default");
     }
 
     #[test]
