@@ -111,14 +111,29 @@ impl<'f> Applier<'f> {
         changes: &[Change],
         slots: &[u32],
     ) -> Result<()> {
+        // Where each change writes and where its page's entry is, found in one pass whose
+        // loads do not wait for each other (in the loop below each would stall it). The cache
+        // does not change until the loop ends, so the addresses stay valid; they are only
+        // ever prefetched.
+        let targets: Vec<(*const u8, *const u8)> = changes
+            .iter()
+            .zip(slots)
+            .map(|(change, &slot)| {
+                self.cache.slots.get(slot as usize).map_or(
+                    (std::ptr::null(), std::ptr::null()),
+                    |page| {
+                        (
+                            page.buf.as_ptr().wrapping_add(change.at as usize),
+                            std::ptr::from_ref(page).cast::<u8>(),
+                        )
+                    },
+                )
+            })
+            .collect();
         for (i, (change, &slot)) in changes.iter().zip(slots).enumerate() {
-            if let (Some(ahead), Some(&ahead_slot)) = (
-                changes.get(i + PREFETCH_AHEAD),
-                slots.get(i + PREFETCH_AHEAD),
-            ) {
-                if let Some(page) = self.cache.slots.get(ahead_slot as usize) {
-                    prefetch_for_write(page.buf.as_ptr().wrapping_add(ahead.at as usize));
-                }
+            if let Some(&(bytes, entry)) = targets.get(i + PREFETCH_AHEAD) {
+                prefetch_for_write(bytes);
+                prefetch_for_write(entry);
             }
             apply_change(batch, *change, self.cache.slot(slot)?)?;
         }

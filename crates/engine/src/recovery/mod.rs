@@ -1,14 +1,24 @@
 //! Crash recovery: replaying the redo log onto the tablespace files before the engine opens.
 //!
-//! From the newest valid checkpoint to the end of the last complete commit unit
-//! ([`Recovery`]), mtrs are read in order and their records sorted by page into a batch; when the
-//! batch holds a quarter of recovery's memory (or the log ends) each page of it is fetched once
-//! into a page cache that outlives the batch, and the records of every mtr newer than the page's
-//! LSN are applied in log order. Pages are written back when the cache is full and at the end.
-//! Cost is linear in the log: each mtr is decoded twice (once to learn its pages, once to
-//! apply), each page is read and written once per cache fill, and nothing compares an mtr with
-//! another (the 2009 recovery seed: a quadratic check made recovery take 30 min instead of 3).
-//! See [`batch`] for the layout.
+//! [`Recovery::open`] finds the newest valid checkpoint and, in a first scan that checks every
+//! frame's CRC, the end of the last complete commit unit. Then two kinds of thread share the
+//! work, so that both cores are busy:
+//! - the opening thread reads the mtrs again (without a second CRC pass) into memory-bounded
+//!   batches, decoding each mtr once to note which pages it changes, each page going to the
+//!   apply thread that owns it (pages partitioned by hash, so one thread applies all of a
+//!   page's mtrs, in log order);
+//! - apply threads (one per core, up to [`MAX_APPLY_THREADS`]) take each batch while the next
+//!   is read. Each checks the CRC of an mtr before using it, keeps its own page cache across
+//!   batches, and applies every mtr newer than the page's LSN. A batch whose pages fit in the
+//!   cache is applied in log order (missing pages read first, in file order; the bytes each
+//!   change writes prefetched a few changes ahead); otherwise sorted by page, each page read
+//!   once for the batch, and the cache written back when full.
+//!
+//! At the end the opening thread writes every changed page in one pass in file order, syncs
+//! the files and moves the checkpoint. Cost is linear in the log: each mtr is decoded twice
+//! (once to route it, once to apply it), each page is read and written once per cache fill,
+//! and nothing compares an mtr with another (the 2009 recovery seed: a quadratic check made
+//! recovery take 30 min instead of 3). See [`batch`] and [`apply`].
 //!
 //! Idempotent: a page written by an earlier, interrupted recovery carries the LSN of the last
 //! mtr applied to it, so the same mtrs are skipped the second time. The checkpoint moves only
@@ -69,6 +79,9 @@ pub struct RecoveryReport {
     pub pages_written: u64,
     /// Batches applied.
     pub batches: u64,
+    /// Threads that applied the batches (one per core, up to 4), beside the one reading the
+    /// log.
+    pub apply_threads: u64,
     /// Wall time of the whole recovery, scan, apply and syncs included.
     pub duration: Duration,
 }
@@ -272,7 +285,8 @@ impl RecoveryProgress {
 /// Replays the log of `dir` onto the tablespaces in `spaces` (space id → file; records for a
 /// space not listed belong to a dropped table and are skipped), syncs them, writes a checkpoint
 /// at the end of the log and returns the log open for appending. Holds at most about
-/// `memory_bytes`: a quarter for the batch of log being sorted, the rest for pages.
+/// `memory_bytes`: a quarter for the two batches of log alive at a time (one being read, one
+/// being applied), the rest for the apply threads' pages.
 pub(crate) fn recover(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -325,6 +339,7 @@ fn replay(
     let files = Files::new(fs, spaces);
     let counters = Counters::default();
     let plan = Plan::new(memory_bytes, page_size);
+    report.apply_threads = plan.threads as u64;
     let dirty = std::thread::scope(|s| {
         let mut workers = Vec::with_capacity(plan.threads);
         for i in 0..plan.threads {

@@ -163,6 +163,7 @@ fn outcome(ctx: &Context, f: &Figures) -> Outcome {
         "pages read",
         "pages written",
         "batches",
+        "threads",
         "discarded B",
         "recovery s",
         "MB/s",
@@ -174,6 +175,7 @@ fn outcome(ctx: &Context, f: &Figures) -> Outcome {
         r.pages_read.to_string(),
         r.pages_written.to_string(),
         r.batches.to_string(),
+        r.apply_threads.to_string(),
         r.discarded_bytes.to_string(),
         format!("{recovery_s:.3}"),
         format!("{mb_per_s:.0}"),
@@ -186,7 +188,8 @@ fn outcome(ctx: &Context, f: &Figures) -> Outcome {
          writer: {} threads of {ROWS_PER_TX}-row updates, SyncEverySecond, page cleaner held \
          back; checkpoint age {:.1} MiB (target {:.0} MiB) after {} commits in {:.1} s, then \
          SIGKILL {:.1} ms later\n{}\
-         MB = 10^6 bytes of redo (checkpoint LSN to the end of the last complete commit).\n",
+         MB = 10^6 bytes of redo (checkpoint LSN to the end of the last complete commit); \
+         threads: apply threads beside the one reading the log.\n",
         mib(f.table_bytes),
         ctx.rows,
         mib(f.pool_bytes as u64),
@@ -210,6 +213,7 @@ fn outcome(ctx: &Context, f: &Figures) -> Outcome {
             "pages_read": r.pages_read,
             "pages_written": r.pages_written,
             "batches": r.batches,
+            "apply_threads": r.apply_threads,
             "discarded_bytes": r.discarded_bytes,
             "checkpoint_lsn": r.checkpoint_lsn,
             "end_lsn": r.end_lsn,
