@@ -32,7 +32,8 @@ impl MtrWriter {
     pub fn new(page_size: PageSize) -> Self {
         Self {
             page_size,
-            buf: Vec::new(),
+            // Most mtrs are one record change of a few hundred bytes: no regrowth for those.
+            buf: Vec::with_capacity(512),
             cursor: None,
         }
     }
@@ -155,21 +156,22 @@ impl MtrWriter {
                 format!("{name} at record {pos}: a {p}-byte page has fewer"),
             ));
         }
-        let mut fields = Vec::with_capacity(2 * varint::MAX_LEN + 32);
-        varint::encode(kind as u32, &mut fields);
-        varint::encode(small(pos), &mut fields);
-        if let Some(record) = record {
-            if record.encoded_len() > p {
-                return Err(self.invalid(
-                    page,
-                    format!("{name} of a {}-byte record", record.encoded_len()),
-                ));
-            }
-            record.encode_to(&mut fields).map_err(|what| {
-                self.invalid(page, format!("{name} of an invalid record: {what}"))
-            })?;
+        let record_len = record.map_or(0, barracuda_page::Record::encoded_len);
+        if record_len > p {
+            return Err(self.invalid(page, format!("{name} of a {record_len}-byte record")));
         }
-        self.emit_with(RecordType::Extended, page, false, &fields, &[]);
+        // Encoded straight into the mtr's bytes, behind a header that counts the record.
+        let at = self.buf.len();
+        let body = varint::len(kind as u32) + varint::len(small(pos)) + record_len;
+        self.emit_header(RecordType::Extended, page, false, body);
+        varint::encode(kind as u32, &mut self.buf);
+        varint::encode(small(pos), &mut self.buf);
+        if let Some(record) = record {
+            if let Err(what) = record.encode_to(&mut self.buf) {
+                self.buf.truncate(at);
+                return Err(self.invalid(page, format!("{name} of an invalid record: {what}")));
+            }
+        }
         self.cursor = Some(Cursor {
             page,
             end: 0,
@@ -352,12 +354,20 @@ impl MtrWriter {
 
     /// Appends header byte, length (if over 15), page id (unless `same`), `fields`, `data`.
     fn emit_with(&mut self, ty: RecordType, page: PageId, same: bool, fields: &[u8], data: &[u8]) {
+        self.emit_header(ty, page, same, fields.len() + data.len());
+        self.buf.extend_from_slice(fields);
+        self.buf.extend_from_slice(data);
+    }
+
+    /// Appends header byte, length (if over 15) and page id (unless `same`) of a record whose
+    /// bytes after the page id are `body` long; the caller appends them.
+    fn emit_header(&mut self, ty: RecordType, page: PageId, same: bool, body: usize) {
         let id_len = if same {
             0
         } else {
             varint::len(page.space_id) + varint::len(page.page_no)
         };
-        let rest = id_len + fields.len() + data.len();
+        let rest = id_len + body;
         let same_bit = if same { 0x80 } else { 0 };
         let ty_bits = (ty as u8) << 4;
         if rest <= 15 {
@@ -371,8 +381,6 @@ impl MtrWriter {
             varint::encode(page.space_id, &mut self.buf);
             varint::encode(page.page_no, &mut self.buf);
         }
-        self.buf.extend_from_slice(fields);
-        self.buf.extend_from_slice(data);
     }
 }
 
