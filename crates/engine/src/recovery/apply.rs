@@ -13,12 +13,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use barracuda_io::PageFile;
+use barracuda_page::index::OFF_N_RECS;
 use barracuda_page::{
     page_lsn, seal_page, set_page_lsn, verify_page, Lsn, PageId, PageIdBuildHasher, PageSize,
 };
 use barracuda_redo::record::{apply_mtr, Record, RecordReader};
 
-use super::batch::{bad_mtr, sort_changes, Batch, Change};
+use super::batch::{bad_mtr, sort_changes, Batch, Change, AT_SLOT};
 use super::files::Files;
 use crate::error::{Error, Result};
 
@@ -111,29 +112,62 @@ impl<'f> Applier<'f> {
         changes: &[Change],
         slots: &[u32],
     ) -> Result<()> {
-        // Where each change writes and where its page's entry is, found in one pass whose
-        // loads do not wait for each other (in the loop below each would stall it). The cache
-        // does not change until the loop ends, so the addresses stay valid; they are only
-        // ever prefetched.
-        let targets: Vec<(*const u8, *const u8)> = changes
+        // The mtr's payload, where each change writes (or the slot saying where its record
+        // is), its page's header and its page's cache entry, found in one pass whose loads do not wait for
+        // each other (in the loop below each would stall it). The cache does not change until
+        // the loop ends, so the addresses stay valid; they are only ever prefetched.
+        let targets: Vec<[*const u8; 4]> = changes
             .iter()
             .zip(slots)
             .map(|(change, &slot)| {
+                let payload = batch.payload_ptr(change.mtr);
                 self.cache.slots.get(slot as usize).map_or(
-                    (std::ptr::null(), std::ptr::null()),
+                    [
+                        payload,
+                        std::ptr::null(),
+                        std::ptr::null(),
+                        std::ptr::null(),
+                    ],
                     |page| {
-                        (
-                            page.buf.as_ptr().wrapping_add(change.at as usize),
+                        let start = page.buf.as_ptr();
+                        [
+                            payload,
+                            start.wrapping_add((change.at & !AT_SLOT) as usize),
+                            start.wrapping_add(OFF_N_RECS),
                             std::ptr::from_ref(page).cast::<u8>(),
-                        )
+                        ]
                     },
                 )
             })
             .collect();
         for (i, (change, &slot)) in changes.iter().zip(slots).enumerate() {
-            if let Some(&(bytes, entry)) = targets.get(i + PREFETCH_AHEAD) {
-                prefetch_for_write(bytes);
-                prefetch_for_write(entry);
+            if let Some(ahead) = targets.get(i + PREFETCH_AHEAD) {
+                for &line in ahead {
+                    prefetch_for_write(line);
+                }
+            }
+            // An index record change: its slot was asked for above; now the record it points
+            // to, which the replay reads after the slot.
+            let (Some(near), Some(&near_slot)) = (
+                changes.get(i + PREFETCH_AHEAD / 2),
+                slots.get(i + PREFETCH_AHEAD / 2),
+            ) else {
+                apply_change(batch, *change, self.cache.slot(slot)?)?;
+                continue;
+            };
+            if near.at & AT_SLOT != 0 {
+                if let Some(page) = self.cache.slots.get(near_slot as usize) {
+                    let at = (near.at & !AT_SLOT) as usize;
+                    if let Some(&[lo, hi]) = page.buf.get(at..at + 2).and_then(|b| b.first_chunk())
+                    {
+                        let record = page
+                            .buf
+                            .as_ptr()
+                            .wrapping_add(usize::from(u16::from_le_bytes([lo, hi])));
+                        prefetch_for_write(record);
+                        prefetch_for_write(record.wrapping_add(64));
+                    }
+                }
             }
             apply_change(batch, *change, self.cache.slot(slot)?)?;
         }

@@ -10,7 +10,8 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use barracuda_page::{Lsn, PageId, PageSize, SpaceId};
+use barracuda_page::index::SLOT_SIZE;
+use barracuda_page::{Lsn, PageId, PageSize, SpaceId, FIL_TRAILER_SIZE};
 use barracuda_redo::record::{Record, RecordError, RecordReader};
 use barracuda_redo::UncheckedMtr;
 
@@ -50,8 +51,8 @@ fn changed_since_scan(lsn: Lsn) -> Error {
 }
 
 /// A page change: page `key` (see [`page_key`]) is changed by the mtr at index `mtr` of the
-/// batch, first at byte `at` of the page (a hint for prefetching; 0 if the first record
-/// changes no byte range). 16 bytes.
+/// batch, first near byte `at` of the page (a hint for prefetching, see [`prefetch_hint`]).
+/// 16 bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Change {
     pub(super) key: u64,
@@ -68,6 +69,28 @@ impl Change {
     /// The page changed.
     pub(super) fn page(self) -> PageId {
         PageId::new((self.key >> 32) as SpaceId, self.key as u32)
+    }
+}
+
+/// Set in [`Change::at`] when it is the offset of an index page's slot (whose value is where
+/// the record the change is about lies), not of bytes the change writes.
+pub(super) const AT_SLOT: u32 = 1 << 31;
+
+/// Where `record` first touches its page, for [`Change::at`]: the bytes a byte-range record
+/// writes; for a record change at slot position `pos` of an index page, the slot (its place
+/// is fixed: the directory grows down from the trailer), flagged [`AT_SLOT`]; else 0.
+fn prefetch_hint(record: &Record<'_>, page_size: PageSize) -> u32 {
+    match *record {
+        Record::Write { offset, .. }
+        | Record::Memset { offset, .. }
+        | Record::Memmove { offset, .. } => offset as u32,
+        Record::IndexInsert { pos, .. }
+        | Record::IndexReplace { pos, .. }
+        | Record::IndexRemove { pos, .. } => {
+            let slot = (page_size.bytes() - FIL_TRAILER_SIZE).saturating_sub(SLOT_SIZE * (pos + 1));
+            slot as u32 | AT_SLOT
+        }
+        _ => 0,
     }
 }
 
@@ -97,6 +120,14 @@ impl Batch {
     pub(super) fn mtr(&self, index: u32) -> Option<(BatchMtr, &[u8])> {
         let mtr = *self.mtrs.get(index as usize)?;
         Some((mtr, self.log.get(mtr.at..mtr.at + mtr.len)?))
+    }
+
+    /// Where mtr `index`'s payload starts (null past the end), to prefetch it.
+    pub(super) fn payload_ptr(&self, index: u32) -> *const u8 {
+        self.mtrs
+            .get(index as usize)
+            .and_then(|mtr| self.log.get(mtr.at))
+            .map_or(std::ptr::null(), std::ptr::from_ref)
     }
 
     /// Whether the batch holds no mtr.
@@ -201,12 +232,7 @@ impl<'s> BatchBuilder<'s> {
                 skipped = true;
                 continue;
             }
-            let at = match record {
-                Record::Write { offset, .. }
-                | Record::Memset { offset, .. }
-                | Record::Memmove { offset, .. } => offset as u32,
-                _ => 0,
-            };
+            let at = prefetch_hint(&record, self.page_size);
             let change = Change {
                 key: page_key(page),
                 mtr: index,
@@ -353,7 +379,9 @@ mod tests {
                 let page = PageId::new(7, page_no);
                 let p = partition(page, parts);
                 assert_eq!(p, partition(page, parts));
-                used[p] += 1;
+                if let Some(n) = used.get_mut(p) {
+                    *n += 1;
+                }
             }
             assert!(
                 used.iter().all(|&n| n > 1_000 / parts / 2),

@@ -183,8 +183,8 @@ fn outcome(ctx: &Context, f: &Figures) -> Outcome {
     ]);
     let settings = &f.flush;
     let text = format!(
-        "table {:.1} MiB ({} rows), buffer pool {:.0} MiB (recovery batches of a quarter), redo \
-         log {:.0} MiB; values: {}\n\
+        "table {:.1} MiB ({} rows), buffer pool {:.0} MiB (recovery: two batches of an eighth, \
+         pages in the rest), redo log {:.0} MiB; values: {}\n\
          writer: {} threads of {ROWS_PER_TX}-row updates, SyncEverySecond, page cleaner held \
          back; checkpoint age {:.1} MiB (target {:.0} MiB) after {} commits in {:.1} s, then \
          SIGKILL {:.1} ms later\n{}\
