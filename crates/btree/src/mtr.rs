@@ -73,6 +73,19 @@ pub enum IndexChange<'a> {
         /// Its position.
         pos: usize,
     },
+    /// Records `at..` were removed and the page compacted: what
+    /// [`barracuda_page::IndexPage::split_off`] leaves of the page it splits.
+    Truncate {
+        /// The first record removed.
+        at: usize,
+    },
+    /// `bytes` were written at `offset` (a header field such as a sibling link).
+    Written {
+        /// Where.
+        offset: usize,
+        /// What.
+        bytes: &'a [u8],
+    },
 }
 
 /// A described change kept by the mtr until commit: its record's encoding lives in
@@ -90,6 +103,8 @@ enum DescribedKind {
     Insert,
     Replace,
     Remove,
+    Truncate,
+    Written,
 }
 
 /// The log positions an mtr's records occupy: from `start` (where its first record begins) to
@@ -208,12 +223,17 @@ impl<'a> Mtr<'a> {
         if guard.before_image().is_some() || guard.is_created() {
             return Ok(());
         }
+        let start = self.described_bytes.len();
         let (kind, pos, record) = match change {
             IndexChange::Insert { pos, record } => (DescribedKind::Insert, pos, Some(record)),
             IndexChange::Replace { pos, record } => (DescribedKind::Replace, pos, Some(record)),
             IndexChange::Remove { pos } => (DescribedKind::Remove, pos, None),
+            IndexChange::Truncate { at } => (DescribedKind::Truncate, at, None),
+            IndexChange::Written { offset, bytes } => {
+                self.described_bytes.extend_from_slice(bytes);
+                (DescribedKind::Written, offset, None)
+            }
         };
-        let start = self.described_bytes.len();
         if let Some(record) = record {
             record
                 .encode_to(&mut self.described_bytes)
@@ -327,6 +347,14 @@ impl<'a> Mtr<'a> {
                         record: record()?,
                     },
                     DescribedKind::Remove => IndexChange::Remove { pos: d.pos },
+                    DescribedKind::Truncate => IndexChange::Truncate { at: d.pos },
+                    DescribedKind::Written => IndexChange::Written {
+                        offset: d.pos,
+                        bytes: self
+                            .described_bytes
+                            .get(d.record.clone())
+                            .unwrap_or_default(),
+                    },
                 })
             })
             .collect()

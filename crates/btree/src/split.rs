@@ -9,12 +9,13 @@
 //! (`fsp_reserve_free_extents` in `btr_cur_pessimistic_insert`).
 
 use barracuda_buffer_pool::ExclusiveGuard;
+use barracuda_page::header::{OFF_NEXT, OFF_PREV};
 use barracuda_page::PageNo;
 
 use crate::error::{BTreeError, Result};
 use crate::held::Held;
 use crate::insert::shortest_separator;
-use crate::mtr::Mtr;
+use crate::mtr::{IndexChange, Mtr};
 use crate::node::{self, NodeMut, NodeRef, Value};
 use crate::tree::BTree;
 
@@ -84,12 +85,16 @@ impl BTree {
             let fits = NodeRef::open(&parent, id, self)?.free_space()
                 >= node::record_size(self.ctx.pool.page_size(), separator.len(), child);
             if fits {
-                if !NodeMut::open(&mut parent, id, self)?.insert(pos, &separator, child)? {
+                if !NodeMut::open(parent.described_change_mut(), id, self)?
+                    .insert(pos, &separator, child)?
+                {
                     return Err(BTreeError::corrupt(
                         id,
                         "separator did not fit after a room check",
                     ));
                 }
+                let record = child.record(&separator);
+                mtr.describe(&parent, IndexChange::Insert { pos, record })?;
                 mtr.changed(parent);
                 return Ok(());
             }
@@ -194,11 +199,22 @@ impl BTree {
                 old_next,
                 self.ctx.pool.page_size(),
             )?;
-            let mut left = NodeMut::open(guard, id, self)?;
-            left.move_tail_to(split.at, &mut right_node)?;
-            left.set_next(Some(right_no));
+            // The page split keeps is described (a split's changes to it, diffed, cost a
+            // page copy and a search for shifted runs across most of a page); the new page
+            // is created, so its image is logged whatever is described.
+            NodeMut::open(guard.described_change_mut(), id, self)?
+                .move_tail_to(split.at, &mut right_node)?;
+            mtr.describe(guard, IndexChange::Truncate { at: split.at })?;
+            NodeMut::open(guard.described_change_mut(), id, self)?.set_next(Some(right_no));
+            mtr.describe(guard, link_change(guard, OFF_NEXT))?;
             let placed = if split.insert_left {
-                left.insert(pos, key, value)?
+                let placed = NodeMut::open(guard.described_change_mut(), id, self)?
+                    .insert(pos, key, value)?;
+                if placed {
+                    let record = value.record(key);
+                    mtr.describe(guard, IndexChange::Insert { pos, record })?;
+                }
+                placed
             } else {
                 right_node.insert(pos - split.at, key, value)?
             };
@@ -211,7 +227,8 @@ impl BTree {
         }
         if let Some(mut next) = next {
             let next_id = next.page_id();
-            NodeMut::open(&mut next, next_id, self)?.set_prev(Some(right_no));
+            NodeMut::open(next.described_change_mut(), next_id, self)?.set_prev(Some(right_no));
+            mtr.describe(&next, link_change(&next, OFF_PREV))?;
             mtr.changed(next);
         }
         let separator = {
@@ -226,6 +243,14 @@ impl BTree {
         };
         mtr.changed(right);
         Ok((separator, right_no))
+    }
+}
+
+/// The sibling link at `offset` (`OFF_PREV` or `OFF_NEXT`) of `page`, as a described write.
+fn link_change<'g>(page: &'g ExclusiveGuard<'_>, offset: usize) -> IndexChange<'g> {
+    IndexChange::Written {
+        offset,
+        bytes: page.get(offset..offset + 4).unwrap_or_default(),
     }
 }
 

@@ -313,6 +313,8 @@ impl RedoSink {
                             w.index_replace(page.id, pos, record)
                         }
                         IndexChange::Remove { pos } => w.index_remove(page.id, pos),
+                        IndexChange::Truncate { at } => w.index_truncate(page.id, at),
+                        IndexChange::Written { offset, bytes } => w.write(page.id, offset, bytes),
                     }
                     .map_err(invalid)?;
                 }

@@ -1,5 +1,6 @@
-//! INDEX_INSERT, INDEX_REPLACE and INDEX_REMOVE (`docs/FORMATS.md` §10.1): a change made to an
-//! index page by `IndexPage::{insert, replace, remove}` and logged as one of these records
+//! INDEX_INSERT, INDEX_REPLACE, INDEX_REMOVE and INDEX_TRUNCATE (`docs/FORMATS.md` §10.1): a
+//! change made to an index page by `IndexPage::{insert, replace, remove}` (or a split's
+//! `remove_range` + `compact`) and logged as one of these records
 //! replays to the same bytes, whatever the page held (fragmented heaps that the insert must
 //! compact included); and a record that does not fit the page it is replayed on is an error,
 //! never a panic.
@@ -15,11 +16,18 @@ use proptest::prelude::*;
 const P: PageSize = PageSize::K4;
 const PAGE: PageId = PageId::new(3, 9);
 
-/// One change: 0 insert, 1 replace, 2 remove; a key seed; a value length.
+/// One change: 0 insert, 1 replace, 2 remove, 3 truncate (rarer); a key seed; a value length.
 type Op = (u8, u16, usize);
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
-    proptest::collection::vec((0u8..3, any::<u16>(), 0usize..400), 1..120)
+    proptest::collection::vec(
+        (
+            prop_oneof![10 => 0u8..3, 1 => Just(3u8)],
+            any::<u16>(),
+            0usize..400,
+        ),
+        1..120,
+    )
 }
 
 /// Applies `op` to `page` if it can, logging it to `w`; returns whether it changed the page.
@@ -33,6 +41,15 @@ fn change(page: &mut IndexPage<&mut [u8]>, w: &mut MtrWriter, op: Op) -> bool {
         (0, Err(pos)) => page.insert(pos, &rec).is_ok() && w.index_insert(PAGE, pos, &rec).is_ok(),
         (1, Ok(pos)) => page.replace(pos, &rec).is_ok() && w.index_replace(PAGE, pos, &rec).is_ok(),
         (2, Ok(pos)) => page.remove(pos).is_ok() && w.index_remove(PAGE, pos).is_ok(),
+        (3, _) => {
+            // What a split leaves of the page it splits.
+            let n = page.len();
+            let at = usize::from(seed) % (n + 1);
+            page.remove_range(at..n).is_ok() && {
+                page.compact();
+                w.index_truncate(PAGE, at).is_ok()
+            }
+        }
         _ => false,
     }
 }
@@ -62,6 +79,7 @@ proptest! {
                     RedoRecord::IndexInsert { .. }
                         | RedoRecord::IndexReplace { .. }
                         | RedoRecord::IndexRemove { .. }
+                        | RedoRecord::IndexTruncate { .. }
                 );
                 prop_assert!(is_index_change, "{r:?}");
             }
@@ -77,7 +95,7 @@ proptest! {
     fn a_change_replayed_on_the_wrong_page_never_panics(
         ops in ops(),
         pos in 0usize..2048,
-        kind in 0u8..3,
+        kind in 0u8..4,
         junk in proptest::collection::vec(any::<u8>(), P.bytes()),
     ) {
         let mut live = vec![0u8; P.bytes()];
@@ -94,7 +112,8 @@ proptest! {
         match kind {
             0 => w.index_insert(PAGE, pos, &rec),
             1 => w.index_replace(PAGE, pos, &rec),
-            _ => w.index_remove(PAGE, pos),
+            2 => w.index_remove(PAGE, pos),
+            _ => w.index_truncate(PAGE, pos),
         }
         .expect("a position inside a page");
         let mtr = w.finish();

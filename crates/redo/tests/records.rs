@@ -166,9 +166,9 @@ fn decoder_names_the_offset_of_the_fault() {
     );
     assert_eq!(err(&[0x30, 0x05]), 1, "length 5 not in the header");
     assert_eq!(
-        err(&[0x23, 0x01, 0x01, 0x04]),
+        err(&[0x23, 0x01, 0x01, 0x05]),
         3,
-        "EXTENDED subtype 4 undefined"
+        "EXTENDED subtype 5 undefined"
     );
     assert_eq!(
         err(&[0x23, 0x01, 0x01, 0x01]),

@@ -238,7 +238,8 @@ impl<'a> RecordReader<'a> {
                     ExtendedType::IndexReorganize => Record::IndexReorganize { page },
                     ExtendedType::IndexInsert
                     | ExtendedType::IndexReplace
-                    | ExtendedType::IndexRemove => {
+                    | ExtendedType::IndexRemove
+                    | ExtendedType::IndexTruncate => {
                         let pos_at = start + f.pos;
                         let pos = f.varint("record position")? as usize;
                         // A page of P bytes has fewer than P / 2 slots.
@@ -250,6 +251,8 @@ impl<'a> RecordReader<'a> {
                         }
                         if kind == ExtendedType::IndexRemove {
                             Record::IndexRemove { page, pos }
+                        } else if kind == ExtendedType::IndexTruncate {
+                            Record::IndexTruncate { page, at: pos }
                         } else {
                             let rec_at = start + f.pos;
                             let record = f.tail();
@@ -412,7 +415,10 @@ fn apply_one(
             }
             return reorganize(page, buf);
         }
-        Record::IndexInsert { .. } | Record::IndexReplace { .. } | Record::IndexRemove { .. } => {
+        Record::IndexInsert { .. }
+        | Record::IndexReplace { .. }
+        | Record::IndexRemove { .. }
+        | Record::IndexTruncate { .. } => {
             if *state == PageState::Freed {
                 return Err(invalid(
                     "an index record change after FREE_PAGE without INIT_PAGE".into(),
@@ -491,6 +497,10 @@ fn index_change(page: PageId, buf: &mut [u8], rec: &Record<'_>) -> Result<(), Re
         Record::IndexInsert { pos, record, .. } => index.insert(pos, &decoded(record)?),
         Record::IndexReplace { pos, record, .. } => index.replace(pos, &decoded(record)?),
         Record::IndexRemove { pos, .. } => index.remove(pos),
+        Record::IndexTruncate { at, .. } => {
+            let n = index.len();
+            index.remove_range(at..n).map(|()| index.compact())
+        }
         _ => Ok(()),
     };
     done.map_err(|e| invalid(format!("replaying an index record change: {e}")))
@@ -503,5 +513,6 @@ pub(crate) fn extended_name(kind: ExtendedType) -> &'static str {
         ExtendedType::IndexInsert => "INDEX_INSERT",
         ExtendedType::IndexReplace => "INDEX_REPLACE",
         ExtendedType::IndexRemove => "INDEX_REMOVE",
+        ExtendedType::IndexTruncate => "INDEX_TRUNCATE",
     }
 }

@@ -77,6 +77,11 @@ pub enum ExtendedType {
     /// Record `pos` of the index page is removed ([`barracuda_page::IndexPage::remove`]).
     // InnoDB: MLOG_COMP_REC_DELETE.
     IndexRemove = 3,
+    /// Records `at..` of the index page are removed and the page is compacted: what a split
+    /// leaves of the page it splits ([`barracuda_page::IndexPage::split_off`]), which as bytes
+    /// is most of a page.
+    // InnoDB: MLOG_COMP_LIST_END_DELETE.
+    IndexTruncate = 4,
 }
 
 impl ExtendedType {
@@ -87,6 +92,7 @@ impl ExtendedType {
             Self::IndexInsert,
             Self::IndexReplace,
             Self::IndexRemove,
+            Self::IndexTruncate,
         ]
         .into_iter()
         .find(|t| u32::from(*t as u8) == sub)
@@ -170,6 +176,14 @@ pub enum Record<'a> {
         /// The record removed.
         pos: usize,
     },
+    /// Records `at..` of index page `page` are removed, then the page is compacted
+    /// ([`ExtendedType::IndexTruncate`]).
+    IndexTruncate {
+        /// The page.
+        page: PageId,
+        /// The first record removed.
+        at: usize,
+    },
     /// Information for `page` that recovery may skip.
     Option {
         /// The page.
@@ -192,6 +206,7 @@ impl Record<'_> {
             | Record::IndexInsert { page, .. }
             | Record::IndexReplace { page, .. }
             | Record::IndexRemove { page, .. }
+            | Record::IndexTruncate { page, .. }
             | Record::Option { page, .. } => page,
         }
     }

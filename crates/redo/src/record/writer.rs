@@ -138,6 +138,12 @@ impl MtrWriter {
         self.index_change(ExtendedType::IndexRemove, page, pos, None)
     }
 
+    /// Logs that records `at..` of index page `page` were removed and the page compacted
+    /// ([`ExtendedType::IndexTruncate`]). Fails as [`index_remove`](Self::index_remove).
+    pub fn index_truncate(&mut self, page: PageId, at: usize) -> Result<(), RecordError> {
+        self.index_change(ExtendedType::IndexTruncate, page, at, None)
+    }
+
     fn index_change(
         &mut self,
         kind: ExtendedType,
