@@ -24,6 +24,8 @@
 mod error;
 pub mod flushing;
 mod format;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod log;
 pub mod record;
 mod recovery;
