@@ -9,8 +9,14 @@
 //! `/proc/self/stat`) is what this is for: on a machine other work keeps busy, wall time
 //! measures the neighbours, while the CPU a load costs stays comparable between two builds.
 
-#![allow(clippy::unwrap_used, reason = "a measurement that fails should stop loudly")]
-#![allow(clippy::big_endian_bytes, reason = "big-endian keys sort in numeric order")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "a measurement that fails should stop loudly"
+)]
+#![allow(
+    clippy::big_endian_bytes,
+    reason = "big-endian keys sort in numeric order"
+)]
 
 use std::time::Instant;
 
