@@ -154,8 +154,8 @@ impl<'a> Record<'a> {
 
     /// Appends the record's heap encoding (the bytes it occupies in a page, module docs) to
     /// `out`: what a redo record carries to replay an insert or a replace. Fails, appending
-    /// nothing, with the description of [`shape_error`](Self::shape_error) if the record has
-    /// no valid encoding.
+    /// nothing, with a description of the fault if the record has no valid encoding (a length
+    /// beyond `u16`, an overflow pointer that is `FIL_NULL` or not longer than its prefix).
     pub fn encode_to(&self, out: &mut Vec<u8>) -> Result<(), &'static str> {
         if let Some(what) = self.shape_error() {
             return Err(what);

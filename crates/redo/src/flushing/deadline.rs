@@ -198,8 +198,8 @@ impl RedoRate {
 
 /// The LSN a flush at the sync point writes up to (every page whose oldest modification is
 /// below it): at least `need` (what the waiting committers need the oldest modification to
-/// pass), plus [`SYNC_LOOKAHEAD_SECONDS`] of redo at `lsn_rate` so that the next commits do not
-/// find the sync point again at once, but not beyond bringing the age back to the async point
+/// pass), plus three seconds (`SYNC_LOOKAHEAD_SECONDS`) of redo at `lsn_rate` so that the
+/// next commits do not find the sync point again at once, but not beyond bringing the age back to the async point
 /// (`current − max_modified_age_async`): below it the cleaner's regular rounds take over.
 ///
 // InnoDB: buf_flush_request_force (5.7 buf0flu.cc), lsn_target = lsn_limit + lsn_avg_rate × 3
