@@ -102,6 +102,10 @@ impl Recovery {
             let mut slot = [0u8; SLOT_LEN];
             file.read_at(&mut slot, offset)?;
             match Checkpoint::decode(&slot, &header) {
+                // No log writes 2^64 checkpoints, and the next one's number must be larger.
+                Some(cp) if cp.seq == u64::MAX => {
+                    tracing::warn!(path = %path.display(), offset, "checkpoint slot has the largest sequence number, which no log reaches; using the other one");
+                }
                 Some(cp) if best.is_none_or(|b| cp.seq > b.seq) => best = Some(cp),
                 Some(_) => {}
                 None => {
