@@ -25,7 +25,7 @@
 //! # `redo_log_scan`
 //! Byte 0: bit 0 picks the mode; bit 1 re-seals the CRC of every frame the scan would read
 //! (walking the frames from the checkpoint as the scan does), so mutations reach past the
-//! frame check; bits 2..5 (modulo 5) the page size the recovered mtrs are decoded with.
+//! frame check; `byte >> 2`, modulo 5, the page size the recovered mtrs are decoded with.
 //!
 //! **Odd: raw file.** Byte 1: bit 0 re-seals the header's and both checkpoint slots' CRCs. The
 //! rest is the log file (`docs/FORMATS.md` §9), byte for byte.
@@ -34,10 +34,11 @@
 //! [slots: u8]`, then the log bytes from the checkpoint on. A valid header is written with a
 //! log buffer of `4096 × (1 + buffer % 4)` bytes, a capacity of 4 buffers plus
 //! `4096 × (capacity % 8)`, and a start LSN of 8192, a few laps of the capacity, or near
-//! `u64::MAX` (`start % 4`); the checkpoint is at `start + offset`; `slots` says which slots hold
-//! it (bits 0, 1), the other slot a checkpoint at the start LSN, and their sequence numbers
-//! (bits 2..4 pick from 0, 1, 2, `u64::MAX`, …). The log bytes go into the circular data area
-//! from the checkpoint's position on, wrapping at its end.
+//! `u64::MAX` (`start % 4`); the checkpoint is at `start + offset`; `slots` says which slots
+//! hold it (bit 0: slot 0, bit 1: slot 1; a slot without its bit holds a checkpoint at the start
+//! LSN) and their sequence numbers (bits 2..5 for slot 0, 5..8 for slot 1: 0, 1, 2, 3,
+//! `u64::MAX - 1`, `u64::MAX`, 2^32, or 7 for a zero slot). The log bytes go into the circular
+//! data area from the checkpoint's position on, wrapping at its end.
 //!
 //! The file is written into an in-memory [`FaultyFileSystem`](barracuda_io::FaultyFileSystem)
 //! and opened with [`Recovery::open`](crate::Recovery::open), as the engine's recovery does; an
