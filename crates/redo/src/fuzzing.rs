@@ -17,10 +17,12 @@
 //! pages the mtr names, it is replayed with [`apply`](crate::record::apply) over the decoded
 //! records and with [`apply_mtr`](crate::record::apply_mtr) over the bytes onto (a) a zero page,
 //! (b) the index page of byte 0, (c) the raw input, padded or cut to a page: both must give the
-//! same result and the same bytes, and a successful replay of index-level records only (INDEX_*,
-//! OPTION) onto (b) must leave a page that passes the full [`IndexPage::open`](barracuda_page::IndexPage::open) validation. If
-//! the mtr does not decode, the error must be a [`RecordError::Corrupt`](crate::record::RecordError::Corrupt) inside the mtr, and
-//! `apply_mtr` must fail too.
+//! same result and the same bytes, a failure must be a `RecordError::Invalid` naming the page,
+//! and a successful replay of index-level records only (INDEX_*, OPTION) onto (b) must leave a
+//! page that passes the full validation of [`IndexPage::open`]. If the mtr does not decode, the
+//! error must be a `RecordError::Corrupt` inside the mtr, and `apply_mtr` must fail too.
+//!
+//! [`IndexPage::open`]: barracuda_page::IndexPage::open
 //!
 //! # `redo_log_scan`
 //! Byte 0: bit 0 picks the mode; bit 1 re-seals the CRC of every frame the scan would read

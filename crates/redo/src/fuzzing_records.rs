@@ -149,13 +149,17 @@ pub fn redo_records(data: &[u8]) {
             if let Err(e) = &from_records {
                 assert!(
                     matches!(e, RecordError::Invalid { page: at, .. } if *at == page),
-                    "{page} onto {what}: replaying decoded records failed with {e:?}, not an Invalid naming the page"
+                    "{page} onto {what}: replaying decoded records failed with {e:?}, \
+                     not an Invalid naming the page"
                 );
             }
             // The page API's promise: a mutation that succeeds leaves a valid page.
             if i == 1 && index_only && from_records.is_ok() {
                 if let Err(e) = IndexPage::open(&by_records[..], size) {
-                    panic!("{page}: index record changes replayed onto a valid index page left an invalid one: {e}");
+                    panic!(
+                        "{page}: index record changes replayed onto a valid index page \
+                         left an invalid one: {e}"
+                    );
                 }
             }
         }
