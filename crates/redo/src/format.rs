@@ -162,7 +162,8 @@ impl Header {
 /// One checkpoint slot: recovery starts scanning at `lsn`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Checkpoint {
-    /// Grows by one per checkpoint written; slot `seq % 2` holds it; the larger valid one wins.
+    /// Grows by one per checkpoint written (wrapping); slot `seq % 2` holds it; the newer valid
+    /// one in serial-number arithmetic wins (`recovery::newer`).
     pub seq: u64,
     /// Every change below this LSN is in the data files; the scan starts here.
     pub lsn: Lsn,

@@ -193,16 +193,15 @@ fn reseal_frames(file: &mut [u8]) {
     if (file.len() as u64) < DATA_OFFSET + header.capacity {
         return;
     }
-    // The slot Recovery::open picks: the larger sequence number below u64::MAX, slot 0 on a
-    // tie.
+    // The slot Recovery::open picks: the newer sequence number, slot 0 on a tie.
     let mut best: Option<Checkpoint> = None;
     for slot in SLOT_OFFSETS {
         let at = slot as usize;
         let found = file
             .get(at..at + SLOT_LEN)
             .and_then(|s| Checkpoint::decode(s, &header));
-        if let Some(cp) = found.filter(|cp| cp.seq < u64::MAX) {
-            if best.is_none_or(|b| cp.seq > b.seq) {
+        if let Some(cp) = found {
+            if best.is_none_or(|b| crate::recovery::newer(cp.seq, b.seq)) {
                 best = Some(cp);
             }
         }

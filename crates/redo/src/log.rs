@@ -498,7 +498,11 @@ impl RedoLog {
         let (seq, flushed, current) = {
             let st = s.state.lock();
             s.check_failed(&st)?;
-            (st.checkpoint.seq + 1, st.flushed_lsn, st.checkpoint.lsn)
+            (
+                st.checkpoint.seq.wrapping_add(1),
+                st.flushed_lsn,
+                st.checkpoint.lsn,
+            )
         };
         let refuse = |why: String| RedoError::BadCheckpoint {
             path: s.path.clone(),

@@ -17,6 +17,12 @@ use crate::Lsn;
 /// Bytes read from the file per scan step (more when one frame is larger).
 const READ_AHEAD: u64 = 256 << 10;
 
+/// Whether checkpoint number `a` is newer than `b` in serial-number arithmetic (RFC 1982): the
+/// numbers wrap, so a log whose slot holds `u64::MAX` goes on with 0 rather than overflow.
+pub(crate) fn newer(a: u64, b: u64) -> bool {
+    (a.wrapping_sub(b) as i64) > 0
+}
+
 /// One mtr found by the scan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecoveredMtr {
@@ -102,11 +108,7 @@ impl Recovery {
             let mut slot = [0u8; SLOT_LEN];
             file.read_at(&mut slot, offset)?;
             match Checkpoint::decode(&slot, &header) {
-                // No log writes 2^64 checkpoints, and the next one's number must be larger.
-                Some(cp) if cp.seq == u64::MAX => {
-                    tracing::warn!(path = %path.display(), offset, "checkpoint slot has the largest sequence number, which no log reaches; using the other one");
-                }
-                Some(cp) if best.is_none_or(|b| cp.seq > b.seq) => best = Some(cp),
+                Some(cp) if best.is_none_or(|b| newer(cp.seq, b.seq)) => best = Some(cp),
                 Some(_) => {}
                 None => {
                     tracing::warn!(path = %path.display(), offset, "checkpoint slot invalid; using the other one");
@@ -416,6 +418,14 @@ mod tests {
 
     use super::*;
     use crate::log::RedoOptions;
+
+    /// Checkpoint numbers compare as serial numbers: one past `u64::MAX` is 0, and newer.
+    #[test]
+    fn checkpoint_numbers_wrap() {
+        assert!(newer(2, 1) && !newer(1, 2) && !newer(7, 7));
+        assert!(newer(0, u64::MAX) && !newer(u64::MAX, 0));
+        assert!(newer(u64::MAX, u64::MAX - 1));
+    }
 
     /// A byte of a frame changed between the scan at open and the read for replay: the checked
     /// read refuses the frame, naming its LSN and file offset, and the unchecked read yields it
