@@ -179,9 +179,9 @@ fn lab_all_quick_writes_tables_json_and_svgs() {
             );
         }
     }
-    // One fsync serves every commit waiting for it: without group commit this is at most 1.
-    let per_fsync = number(&gc, "results.16.commits_per_fsync");
-    assert!(per_fsync > 1.5, "16 threads: {per_fsync} commits per fsync");
+    // How many commits one fsync serves depends on how long this machine's fsync takes (on a
+    // fast device 16 committers can each find the log already synced), so the figure is only
+    // reported here; `redo/tests/log_files.rs` proves grouping with syncs of a known length.
     assert!(number(&gc, "settings.experiment.disk_baseline.fdatasync_per_s") > 0.0);
 
     assert!(all.contains("=== barracuda lab recovery ==="), "{all}");
