@@ -6,7 +6,8 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use barracuda_buffer_pool::{PageStore, StoreError};
-use barracuda_page::{Lsn, PageId, SpaceId};
+use barracuda_io::AlignedBuf;
+use barracuda_page::{seal_page, Lsn, PageId, SpaceId};
 
 use crate::catalog::Catalog;
 use crate::error::Result;
@@ -118,9 +119,10 @@ impl PageStore for SpaceRegistry {
         let _recorded = self
             .before_page_write()
             .map_err(|e| StoreError::new(first, e))?;
+        let batch = SealedBatch::seal(pages);
         // Group by tablespace so each file gets one vectored write.
         let mut by_space: HashMap<SpaceId, Vec<(u32, &[u8])>> = HashMap::new();
-        for (id, image) in pages {
+        for (id, image) in batch.images() {
             by_space
                 .entry(id.space_id)
                 .or_default()
@@ -132,7 +134,7 @@ impl PageStore for SpaceRegistry {
                 .map_or(PageId::new(space_id, 0), |(p, _)| PageId::new(space_id, *p));
             if let Some(space) = self.get(space_id) {
                 space
-                    .write_pages(&batch)
+                    .write_sealed(&batch)
                     .map_err(|e| StoreError::new(first, e))?;
             } else {
                 // A dropped table's pages are discarded, not written: its file is gone.
@@ -144,5 +146,42 @@ impl PageStore for SpaceRegistry {
 
     fn space_size_pages(&self, space: SpaceId) -> Option<u32> {
         self.get(space).map(|s| s.size_pages())
+    }
+}
+
+/// A batch of page images exactly as they will reach the disk: sealed copies (checksum and
+/// trailer) of the frames' bytes, in one aligned buffer.
+///
+/// Sealing happens here, where the batch is assembled, and not in the tablespace, because
+/// whatever protects the write against tearing (a doublewrite copy) must hold the very bytes
+/// that go in place.
+struct SealedBatch {
+    ids: Vec<PageId>,
+    page_bytes: usize,
+    bytes: AlignedBuf,
+}
+
+impl SealedBatch {
+    /// Copies and seals `pages` (every image is one page of the same size).
+    fn seal(pages: &[(PageId, &[u8])]) -> Self {
+        let page_bytes = pages.first().map_or(0, |(_, image)| image.len());
+        let mut bytes = AlignedBuf::zeroed(page_bytes * pages.len());
+        for ((_, image), slot) in pages.iter().zip(bytes.chunks_exact_mut(page_bytes.max(1))) {
+            slot.copy_from_slice(image);
+            seal_page(slot);
+        }
+        Self {
+            ids: pages.iter().map(|(id, _)| *id).collect(),
+            page_bytes,
+            bytes,
+        }
+    }
+
+    /// The sealed images with their page ids, in the order given to [`seal`](Self::seal).
+    fn images(&self) -> impl Iterator<Item = (PageId, &[u8])> {
+        self.ids
+            .iter()
+            .copied()
+            .zip(self.bytes.chunks_exact(self.page_bytes.max(1)))
     }
 }

@@ -184,17 +184,14 @@ impl Tablespace {
         Ok(())
     }
 
-    /// Seals copies of the pages (checksum, trailer) and writes them in one vectored call.
-    pub(crate) fn write_pages(&self, pages: &[(PageNo, &[u8])]) -> Result<()> {
-        let mut sealed: Vec<(u64, Vec<u8>)> = Vec::with_capacity(pages.len());
-        for (page_no, image) in pages {
-            let mut copy = image.to_vec();
-            seal_page(&mut copy);
-            sealed.push((self.offset(*page_no), copy));
-        }
-        let slices: Vec<(u64, &[u8])> =
-            sealed.iter().map(|(off, p)| (*off, p.as_slice())).collect();
-        self.file.write_vectored_at(&slices)?;
+    /// Writes sealed page images (see the store's `SealedBatch`: the bytes that go in place are
+    /// sealed where the batch is assembled) in one vectored call.
+    pub(crate) fn write_sealed(&self, pages: &[(PageNo, &[u8])]) -> Result<()> {
+        let writes: Vec<(u64, &[u8])> = pages
+            .iter()
+            .map(|(page_no, image)| (self.offset(*page_no), *image))
+            .collect();
+        self.file.write_vectored_at(&writes)?;
         Ok(())
     }
 
