@@ -17,6 +17,9 @@ pub enum Op {
     Read,
     /// A positioned write (`pwrite`, io_uring `WRITE`).
     Write,
+    /// An untorn write (`pwritev2` with `RWF_ATOMIC`), see
+    /// [`PageFile::write_atomic_at`](crate::PageFile::write_atomic_at).
+    AtomicWrite,
     /// `fdatasync` (io_uring `FSYNC` with `DATASYNC`).
     SyncData,
     /// `fsync`.
@@ -47,6 +50,7 @@ impl fmt::Display for Op {
             Op::Open => "open",
             Op::Read => "read",
             Op::Write => "write",
+            Op::AtomicWrite => "atomic_write",
             Op::SyncData => "sync_data",
             Op::SyncAll => "sync_all",
             Op::SetLen => "set_len",
@@ -69,7 +73,10 @@ pub enum IoErrorKind {
     NoSpace,
     /// EIO: the device reported a media or transport error.
     Eio,
-    /// EOPNOTSUPP / ENOTSUP / ENOSYS: the kernel or file system refuses the operation.
+    /// EOPNOTSUPP / ENOTSUP / ENOSYS: the kernel or file system refuses the operation. For
+    /// [`Op::AtomicWrite`] also EINVAL (how the kernel refuses an untorn write it cannot do) and
+    /// every refusal of the atomic-write rules detected before the system call: the caller's
+    /// cue to fall back to a torn-write-safe path (doublewrite) for that file.
     Unsupported,
     /// EPERM / EACCES (for io_uring: typically a seccomp filter or `io_uring_disabled`).
     PermissionDenied,
@@ -121,8 +128,15 @@ pub struct IoError {
 
 impl IoError {
     /// Wraps an operating-system error; the kind is derived from it.
+    ///
+    /// For [`Op::AtomicWrite`], EINVAL counts as [`IoErrorKind::Unsupported`]: the kernel
+    /// answers EINVAL to an untorn write the device or file cannot do (length outside the
+    /// atomic-write unit range, misalignment), EOPNOTSUPP when the file cannot do any.
     pub fn new(op: Op, path: &Path, offset: u64, len: u64, source: io::Error) -> Self {
-        let kind = IoErrorKind::from_io(&source);
+        let kind = match (op, source.raw_os_error()) {
+            (Op::AtomicWrite, Some(libc::EINVAL)) => IoErrorKind::Unsupported,
+            _ => IoErrorKind::from_io(&source),
+        };
         IoError {
             op,
             path: path.to_path_buf(),
@@ -169,6 +183,20 @@ impl IoError {
                      page-aligned offsets)"
                 ),
             ),
+        }
+    }
+
+    /// A request refused before reaching the operating system because the file or device
+    /// cannot do it; `why` says which rule it breaks. Kind [`IoErrorKind::Unsupported`], no
+    /// errno.
+    pub fn unsupported(op: Op, path: &Path, offset: u64, len: u64, why: impl Into<String>) -> Self {
+        IoError {
+            op,
+            path: path.to_path_buf(),
+            offset,
+            len,
+            kind: IoErrorKind::Unsupported,
+            source: io::Error::new(io::ErrorKind::Unsupported, why.into()),
         }
     }
 
@@ -222,7 +250,10 @@ impl IoError {
         self.kind == IoErrorKind::Eio
     }
 
-    /// EOPNOTSUPP / ENOSYS.
+    /// The file system, device or back end refuses the operation ([`IoErrorKind::Unsupported`]:
+    /// EOPNOTSUPP / ENOSYS, a refused untorn write). For
+    /// [`PageFile::write_atomic_at`](crate::PageFile::write_atomic_at) this means "fall back for
+    /// this file"; any other error of an atomic write is a real I/O error.
     pub fn is_unsupported(&self) -> bool {
         self.kind == IoErrorKind::Unsupported
     }
@@ -243,6 +274,19 @@ impl From<IoError> for io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn einval_refuses_only_an_atomic_write() {
+        let p = Path::new("x");
+        let atomic = IoError::from_errno(Op::AtomicWrite, p, 0, 4096, libc::EINVAL);
+        assert!(atomic.is_unsupported(), "{atomic}");
+        assert_eq!(atomic.raw_os_error(), Some(libc::EINVAL));
+        assert!(atomic.to_string().contains("atomic_write"), "{atomic}");
+        let plain = IoError::from_errno(Op::Write, p, 0, 4096, libc::EINVAL);
+        assert_eq!(plain.kind(), IoErrorKind::Other);
+        assert!(IoError::from_errno(Op::AtomicWrite, p, 0, 1, libc::EOPNOTSUPP).is_unsupported());
+        assert!(IoError::from_errno(Op::AtomicWrite, p, 0, 1, libc::EIO).is_eio());
+    }
 
     #[test]
     fn message_names_path_op_range_and_os_error() {
@@ -267,6 +311,7 @@ mod tests {
             IoErrorKind::Unsupported
         );
         assert!(IoError::past_eof(p, 0, 1, 0).is_past_eof());
+        assert!(IoError::unsupported(Op::AtomicWrite, p, 0, 1, "no").is_unsupported());
         assert_eq!(
             IoError::unaligned(Op::Read, p, 1, 1, "offset", 4096).kind(),
             IoErrorKind::Unaligned

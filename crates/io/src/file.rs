@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::error::Result;
+use crate::error::{IoError, Op, Result};
 
 /// What [`PageFile::punch_hole`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,6 +58,36 @@ pub trait PageFile: Send + Sync + std::fmt::Debug {
         Ok(())
     }
 
+    /// One untorn write of all of `buf` at `offset`: after a crash the range holds either all
+    /// of its old bytes or all of `buf`, never a mix (Linux `pwritev2` with `RWF_ATOMIC`, 6.11+).
+    /// Durability is as for [`write_at`](Self::write_at): only after a later sync.
+    ///
+    /// The kernel's rules, checked before the system call: the file was opened O_DIRECT; the
+    /// data is this one buffer (aligned as O_DIRECT requires); its length is a power of two
+    /// within the file's atomic-write unit range (`stx_atomic_write_unit_min ..=`
+    /// [`atomic_write_unit`](Self::atomic_write_unit)); `offset` is a multiple of the length.
+    /// A page of a power-of-two page size at `page_no × page_size` keeps the last two.
+    ///
+    /// A refusal — a broken rule, a file or device without untorn writes, or the kernel's
+    /// EINVAL / EOPNOTSUPP / ENOTSUP — is an [`IoErrorKind::Unsupported`] error
+    /// ([`IoError::is_unsupported`]) and writes nothing: the caller's cue to protect this file
+    /// another way (doublewrite). Any other error is a real I/O error, after which the range's
+    /// contents are unspecified, as after a failed [`write_at`](Self::write_at). A short write
+    /// is an error, never continued: its remainder would not be untorn with the rest.
+    ///
+    /// The default implementation refuses every request (`Unsupported`).
+    ///
+    /// [`IoErrorKind::Unsupported`]: crate::IoErrorKind::Unsupported
+    fn write_atomic_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        Err(IoError::unsupported(
+            Op::AtomicWrite,
+            self.path(),
+            offset,
+            buf.len() as u64,
+            format!("the {} back end has no untorn writes", self.backend_name()),
+        ))
+    }
+
     /// Makes the written data durable (`fdatasync`).
     fn sync_data(&self) -> Result<()>;
 
@@ -88,7 +118,9 @@ pub trait PageFile: Send + Sync + std::fmt::Debug {
     fn punch_hole(&self, offset: u64, len: u64) -> Result<PunchOutcome>;
 
     /// The largest write the device guarantees never to tear (`statx` STATX_WRITE_ATOMIC,
-    /// `stx_atomic_write_unit_max`), or `None` when unsupported or unknown.
+    /// `stx_atomic_write_unit_max`), or `None` when unsupported or unknown. Only writes made
+    /// through [`write_atomic_at`](Self::write_atomic_at) get that guarantee; a plain
+    /// [`write_at`](Self::write_at) of the same size may tear.
     fn atomic_write_unit(&self) -> Option<u32>;
 
     /// Alignment in bytes that buffers, offsets and lengths must have (O_DIRECT); 1 when any.

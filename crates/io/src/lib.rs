@@ -4,8 +4,9 @@
 //! - [`StdFile`]: `pread`/`pwrite`, optionally O_DIRECT (with [`AlignedBuf`] buffers).
 //! - [`UringFile`]: io_uring, with batched submission for the flusher and read-ahead.
 //! - [`MemFile`]: in memory, with a block-allocation model so hole punching is visible.
-//! - [`FaultyFile`]: wraps any of them to lose or tear unsynced writes at a simulated crash and
-//!   to fail the N-th operation with EIO or ENOSPC.
+//! - [`FaultyFile`]: wraps any of them to lose or tear unsynced writes at a simulated crash
+//!   (only untorn writes on a pretended atomic-write device survive whole) and to fail the
+//!   N-th operation with EIO, ENOSPC, EOPNOTSUPP or EINVAL.
 //!
 //! [`FileSystem`] is the seam for everything done with paths (open, create, remove, rename,
 //! directory sync): [`OsFileSystem`] is the real one, [`FaultyFileSystem`] an in-memory model
@@ -14,10 +15,15 @@
 //! [`open_file`] picks one by [`Backend`]; [`Backend::Auto`] uses io_uring where the kernel
 //! allows it and says why not otherwise ([`uring_fallback_reason`]).
 //!
+//! [`PageFile::write_atomic_at`] is an untorn write (`RWF_ATOMIC`) where the device has them,
+//! and an `Unsupported` error everywhere else, so a caller can fall back to doublewrite per
+//! file.
+//!
 //! Hole punching that the file system refuses (EOPNOTSUPP) is reported once as
 //! [`PunchOutcome::Unsupported`] and switched off for the file, never an error.
 
 mod aligned;
+mod atomic;
 mod backend;
 mod error;
 pub mod faulty;

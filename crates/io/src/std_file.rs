@@ -8,6 +8,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use crate::aligned::DIRECT_IO_ALIGN;
+use crate::atomic::{AtomicTarget, AtomicUnits};
 use crate::error::{IoError, Op, Result};
 use crate::file::{PageFile, PunchOutcome};
 use crate::options::OpenOptions;
@@ -22,7 +23,8 @@ pub struct StdFile {
     path: PathBuf,
     /// 1 for buffered I/O; the O_DIRECT alignment otherwise.
     align: usize,
-    atomic_write_unit: Option<u32>,
+    /// Untorn-write lengths from `statx`, `None` when the file cannot do them.
+    atomic_units: Option<AtomicUnits>,
     holes: HoleSwitch,
 }
 
@@ -57,7 +59,10 @@ impl StdFile {
             file,
             path: path.to_path_buf(),
             align,
-            atomic_write_unit: info.atomic_write_unit_max,
+            atomic_units: info.atomic_write_unit_max.map(|max| AtomicUnits {
+                min: info.atomic_write_unit_min.unwrap_or(max),
+                max,
+            }),
             holes: HoleSwitch::default(),
         })
     }
@@ -65,6 +70,12 @@ impl StdFile {
     /// Whether the file was opened with O_DIRECT.
     pub fn is_direct(&self) -> bool {
         self.align > 1
+    }
+
+    /// The shortest untorn write the file accepts (`stx_atomic_write_unit_min`), or `None`
+    /// when it has no untorn writes; the longest is [`PageFile::atomic_write_unit`].
+    pub fn atomic_write_unit_min(&self) -> Option<u32> {
+        self.atomic_units.map(|u| u.min)
     }
 
     /// The underlying `std::fs::File`.
@@ -154,6 +165,34 @@ impl PageFile for StdFile {
             .map_err(|e| IoError::new(Op::Write, &self.path, offset, buf.len() as u64, e))
     }
 
+    fn write_atomic_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        let target = AtomicTarget {
+            path: &self.path,
+            units: self.atomic_units,
+            direct: self.is_direct(),
+            mem_align: self.align,
+        };
+        target.check(buf, offset)?;
+        let len = buf.len() as u64;
+        let wrote = sys::pwrite_atomic(self.file.as_raw_fd(), buf, offset)
+            .map_err(|e| IoError::new(Op::AtomicWrite, &self.path, offset, len, e))?;
+        if wrote != buf.len() {
+            return Err(IoError::new(
+                Op::AtomicWrite,
+                &self.path,
+                offset,
+                len,
+                io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    format!(
+                        "short untorn write: {wrote} of {len} bytes (RWF_ATOMIC is all or nothing)"
+                    ),
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn sync_data(&self) -> Result<()> {
         self.file
             .sync_data()
@@ -192,7 +231,7 @@ impl PageFile for StdFile {
     }
 
     fn atomic_write_unit(&self) -> Option<u32> {
-        self.atomic_write_unit
+        self.atomic_units.map(|u| u.max)
     }
 
     fn alignment(&self) -> usize {

@@ -1,5 +1,6 @@
-//! Thin `libc` wrappers for what `std::fs` lacks: hole punching and `statx` with the
-//! atomic-write and direct-I/O alignment fields. Everything unsafe about syscalls lives here.
+//! Thin `libc` wrappers for what `std::fs` lacks: hole punching, untorn writes
+//! (`pwritev2(RWF_ATOMIC)`) and `statx` with the atomic-write and direct-I/O alignment fields.
+//! Everything unsafe about syscalls lives here.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -109,6 +110,34 @@ pub(crate) fn statx_info(fd: RawFd) -> io::Result<StatxInfo> {
     Ok(info)
 }
 
+/// One `pwritev2(fd, [buf], offset, RWF_ATOMIC)`: an untorn write of `buf` (Linux 6.11+).
+/// Returns the bytes written, which the kernel promises to be all of `buf` or an error; the
+/// caller treats anything short as an error rather than writing the rest (the rest would not
+/// be untorn with the first part). EINTR (nothing written) is retried.
+pub(crate) fn pwrite_atomic(fd: RawFd, buf: &[u8], offset: u64) -> io::Result<usize> {
+    let Ok(off) = libc::off_t::try_from(offset) else {
+        return Err(io::Error::from_raw_os_error(libc::EFBIG));
+    };
+    // One iovec: the kernel accepts only a single user buffer for RWF_ATOMIC.
+    let iov = libc::iovec {
+        iov_base: buf.as_ptr().cast_mut().cast(),
+        iov_len: buf.len(),
+    };
+    loop {
+        // SAFETY: `iov` describes `buf`, which is borrowed for the whole call and only read by
+        // the kernel (a write copies from it, never into it); iovcnt is 1, matching the one
+        // iovec; `fd` is a descriptor owned by the caller.
+        let rc = unsafe { libc::pwritev2(fd, &raw const iov, 1, off, libc::RWF_ATOMIC) };
+        if let Ok(n) = usize::try_from(rc) {
+            return Ok(n);
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+}
+
 /// `fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, len)`.
 pub(crate) fn punch_hole(fd: RawFd, offset: u64, len: u64) -> io::Result<()> {
     let (Ok(off), Ok(l)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
@@ -138,6 +167,45 @@ pub(crate) fn punch_hole(fd: RawFd, offset: u64, len: u64) -> io::Result<()> {
 mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
+
+    /// The system call itself, past the rule checks of `StdFile`: on a file that cannot do
+    /// untorn writes the kernel must refuse with EOPNOTSUPP or EINVAL (which the crate reports
+    /// as `Unsupported`); where it can, the whole page lands.
+    #[test]
+    fn pwrite_atomic_writes_whole_or_is_refused() {
+        use std::os::unix::fs::{FileExt, OpenOptionsExt};
+        let dir = tempfile::tempdir().unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(dir.path().join("atomic"))
+            .unwrap();
+        let page = crate::AlignedBuf::from_slice(&[0x5A; 4096]);
+        let supported = statx_info(f.as_raw_fd()).unwrap().atomic_write_unit_max;
+        match pwrite_atomic(f.as_raw_fd(), &page, 0) {
+            Ok(n) => {
+                assert_eq!(n, page.len());
+                let mut back = crate::AlignedBuf::zeroed(4096);
+                f.read_exact_at(&mut back, 0).unwrap();
+                assert_eq!(back, page);
+            }
+            Err(e) => {
+                eprintln!("the kernel refused RWF_ATOMIC here (statx unit {supported:?}): {e}");
+                let errno = e.raw_os_error();
+                assert!(
+                    matches!(errno, Some(libc::EOPNOTSUPP | libc::EINVAL)),
+                    "refused with {e} (statx unit {supported:?})"
+                );
+                assert_eq!(
+                    f.metadata().unwrap().len(),
+                    0,
+                    "a refused write changed nothing"
+                );
+            }
+        }
+    }
 
     #[test]
     fn statx_answers_on_a_tempfile() {

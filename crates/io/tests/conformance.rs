@@ -1,6 +1,7 @@
 //! One conformance suite run against every back end: if a back end diverges from the
 //! [`PageFile`] contract (exact reads, past-EOF error, vectored writes, set_len, punch hole,
-//! concurrent disjoint writers), the engine above it would silently read wrong pages.
+//! concurrent disjoint writers, untorn writes done or refused as `Unsupported`), the engine
+//! above it would silently read wrong pages.
 //!
 //! All buffers are [`AlignedBuf`] and all offsets/lengths multiples of 4096, so the same tests
 //! also run on O_DIRECT files.
@@ -87,6 +88,13 @@ fn open_faulty_mem(_dir: &TempDir) -> Result<Arc<dyn PageFile>, String> {
     Ok(Arc::new(
         FaultyFile::new(MemFile::new("conformance")).map_err(|e| e.to_string())?,
     ))
+}
+
+/// A memory file on a pretended atomic-write device, so the suite sees untorn writes land.
+fn open_faulty_atomic(_dir: &TempDir) -> Result<Arc<dyn PageFile>, String> {
+    let f = FaultyFile::new(MemFile::new("conformance")).map_err(|e| e.to_string())?;
+    f.pretend_atomic_writes(Some(4 * PAGE as u32));
+    Ok(Arc::new(f))
 }
 
 fn open_faulty_std(dir: &TempDir) -> Result<Arc<dyn PageFile>, String> {
@@ -298,6 +306,39 @@ fn misaligned_direct(f: &dyn PageFile) {
     assert_eq!(err.kind(), IoErrorKind::Unaligned);
 }
 
+/// An untorn write either lands whole (only where the file reports an atomic-write unit) or is
+/// refused as `Unsupported` changing nothing — the engine's per-file fallback depends on that
+/// kind. A length that is not a power of two is refused everywhere.
+fn atomic_write(f: &dyn PageFile) {
+    let old = page(1, PAGE);
+    f.write_at(&old, 0).unwrap();
+    let new = page(2, PAGE);
+    let mut back = AlignedBuf::zeroed(PAGE);
+    let now = match f.write_atomic_at(&new, 0) {
+        Ok(()) => {
+            assert!(
+                f.atomic_write_unit().is_some_and(|u| u as usize >= PAGE),
+                "{}: an untorn write without an atomic-write unit",
+                f.backend_name()
+            );
+            &new
+        }
+        Err(e) => {
+            assert!(e.is_unsupported(), "{}: {e}", f.backend_name());
+            assert_eq!(e.op(), barracuda_io::Op::AtomicWrite);
+            &old
+        }
+    };
+    f.read_at(&mut back, 0).unwrap();
+    assert_eq!(&back, now, "{}", f.backend_name());
+    let odd = page(3, 3 * PAGE);
+    let err = f.write_atomic_at(&odd, 0).unwrap_err();
+    assert!(err.is_unsupported(), "{}: {err}", f.backend_name());
+    f.read_at(&mut back, 0).unwrap();
+    assert_eq!(&back, now, "a refused untorn write changed nothing");
+    assert_eq!(f.len().unwrap(), PAGE as u64);
+}
+
 fn metadata(f: &dyn PageFile) {
     assert!(!f.backend_name().is_empty());
     assert!(!f.path().as_os_str().is_empty());
@@ -362,6 +403,11 @@ macro_rules! conformance {
             }
 
             #[test]
+            fn atomic_write() {
+                if let Some(s) = open() { super::atomic_write(&*s.file) }
+            }
+
+            #[test]
             fn metadata() {
                 if let Some(s) = open() { super::metadata(&*s.file) }
             }
@@ -378,4 +424,5 @@ conformance! {
     memory => open_mem,
     faulty_memory => open_faulty_mem,
     faulty_std => open_faulty_std,
+    faulty_atomic => open_faulty_atomic,
 }

@@ -139,15 +139,15 @@ fn same_seed_tears_the_same_way() {
 }
 
 #[test]
-fn pretended_atomic_writes_are_never_torn() {
-    let mut whole = 0;
+fn pretended_atomic_writes_are_never_torn_plain_writes_still_are() {
+    let (mut whole, mut plain_torn) = (0, 0);
     for seed in 0..64 {
         let f = synced_file(CrashMode::TearUnsynced { sector: 512, seed });
         f.pretend_atomic_writes(Some(KIB16 as u32));
         assert_eq!(f.atomic_write_unit(), Some(KIB16 as u32));
-        f.write_at(&fill(0xAA, KIB16), KIB16 as u64).unwrap();
-        // Not aligned to the unit: may tear.
-        f.write_at(&fill(0xBB, KIB16), 512).unwrap();
+        f.write_atomic_at(&fill(0xAA, KIB16), KIB16 as u64).unwrap();
+        // The same size, aligned, but a plain write: the device may tear it.
+        f.write_at(&fill(0xBB, KIB16), 2 * KIB16 as u64).unwrap();
         let report = f.crash().unwrap();
         let p = report.writes[0].persisted_bytes;
         assert!(
@@ -155,11 +155,14 @@ fn pretended_atomic_writes_are_never_torn() {
             "seed {seed}: atomic write persisted {p} bytes"
         );
         whole += usize::from(p == KIB16 as u64);
+        let q = report.writes[1].persisted_bytes;
+        plain_torn += usize::from(q > 0 && q < KIB16 as u64);
     }
     assert!(
         whole > 0 && whole < 64,
         "atomic writes are all or nothing, both seen: {whole}"
     );
+    assert!(plain_torn > 0, "plain writes tear on an atomic device too");
 }
 
 #[test]

@@ -57,10 +57,13 @@ fn every_kind_can_fail() {
         (OpKind::Sync, ErrorKind::Eio),
         (OpKind::SetLen, ErrorKind::Enospc),
         (OpKind::PunchHole, ErrorKind::Eio),
+        (OpKind::AtomicWrite, ErrorKind::Eio),
     ] {
         let f = FaultyFile::with_plan(
             MemFile::with_contents("k", &[3; 8192]),
-            FaultPlan::new().fail_nth(kind, 2, err),
+            FaultPlan::new()
+                .fail_nth(kind, 2, err)
+                .atomic_writes(Some(4096)),
         )
         .unwrap();
         let run = |f: &FaultyFile<MemFile>| -> barracuda_io::Result<()> {
@@ -71,6 +74,7 @@ fn every_kind_can_fail() {
                 OpKind::Sync => f.sync_all(),
                 OpKind::SetLen => f.set_len(4096),
                 OpKind::PunchHole => f.punch_hole(0, 4096).map(|_| ()),
+                OpKind::AtomicWrite => f.write_atomic_at(&[5; 4096], 4096),
             }
         };
         run(&f).unwrap();

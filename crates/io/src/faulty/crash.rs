@@ -6,8 +6,13 @@ use super::plan::CrashMode;
 /// An operation done on the live file and not yet synced.
 #[derive(Debug, Clone)]
 pub(crate) enum Pending {
-    /// `write_at(data, offset)`.
-    Write { offset: u64, data: Vec<u8> },
+    /// `write_at(data, offset)`, or `write_atomic_at` when `atomic`: then a crash keeps all of
+    /// it or none.
+    Write {
+        offset: u64,
+        data: Vec<u8>,
+        atomic: bool,
+    },
     /// `set_len(len)`.
     SetLen(u64),
     /// `punch_hole(offset, len)`.
@@ -23,6 +28,8 @@ pub struct WriteFate {
     pub len: u64,
     /// How many of its leading bytes reached the durable image (0 = lost, `len` = whole).
     pub persisted_bytes: u64,
+    /// It was an untorn write (`write_atomic_at`): `persisted_bytes` is 0 or `len`.
+    pub atomic: bool,
 }
 
 /// What [`FaultyFile::crash`](super::FaultyFile::crash) did.
@@ -80,7 +87,7 @@ pub(crate) fn apply_write(image: &mut Vec<u8>, offset: u64, data: &[u8]) {
 /// Applies one synced operation to the durable image.
 pub(crate) fn apply(image: &mut Vec<u8>, op: &Pending) {
     match op {
-        Pending::Write { offset, data } => apply_write(image, *offset, data),
+        Pending::Write { offset, data, .. } => apply_write(image, *offset, data),
         Pending::SetLen(len) => image.resize(*len as usize, 0),
         Pending::Punch { offset, len } => {
             let size = image.len() as u64;
@@ -111,13 +118,12 @@ fn sector_pieces(offset: u64, len: u64, sector: u64) -> u64 {
 }
 
 /// Applies `pending` to `durable` as a crash under `mode` would, returning what happened.
-/// `atomic_unit`: writes of at most that many bytes at an offset aligned to it are all or
-/// nothing.
+/// Untorn (`atomic`) writes persist whole or not at all; the others tear at sector boundaries
+/// in [`CrashMode::TearUnsynced`], whatever their size, as on any device.
 pub(crate) fn crash_image(
     durable: &mut Vec<u8>,
     pending: &[Pending],
     mode: CrashMode,
-    atomic_unit: Option<u32>,
     crash_no: u64,
 ) -> CrashReport {
     let mut report = CrashReport::default();
@@ -128,16 +134,19 @@ pub(crate) fn crash_image(
         )),
     };
     for op in pending {
-        let Pending::Write { offset, data } = op else {
+        let Pending::Write {
+            offset,
+            data,
+            atomic,
+        } = op
+        else {
             report.lost_metadata_ops += 1;
             continue;
         };
         let len = data.len() as u64;
         let persisted = match (mode, rng.as_mut()) {
             (CrashMode::TearUnsynced { sector, .. }, Some(rng)) => {
-                let atomic = atomic_unit
-                    .is_some_and(|u| u > 0 && len <= u64::from(u) && offset % u64::from(u) == 0);
-                if atomic {
+                if *atomic {
                     if rng.next_u64() & 1 == 1 {
                         len
                     } else {
@@ -158,6 +167,7 @@ pub(crate) fn crash_image(
             offset: *offset,
             len,
             persisted_bytes: persisted,
+            atomic: *atomic,
         });
     }
     report
@@ -183,27 +193,36 @@ mod tests {
             Pending::Write {
                 offset: 0,
                 data: vec![2; 4096],
+                atomic: true,
             },
             Pending::SetLen(0),
         ];
-        let r = crash_image(&mut img, &pending, CrashMode::DropUnsynced, None, 0);
+        let r = crash_image(&mut img, &pending, CrashMode::DropUnsynced, 0);
         assert_eq!(img, vec![1u8; 8192]);
         assert_eq!(r.writes[0].persisted_bytes, 0);
         assert_eq!(r.lost_metadata_ops, 1);
     }
 
     #[test]
-    fn atomic_writes_are_all_or_nothing() {
+    fn atomic_writes_are_all_or_nothing_plain_ones_tear() {
+        let mut plain_torn = 0;
         for seed in 0..64 {
             let mut img = vec![0u8; 16384];
-            let pending = vec![Pending::Write {
+            let write = |atomic| Pending::Write {
                 offset: 16384,
                 data: vec![9; 16384],
-            }];
+                atomic,
+            };
             let mode = CrashMode::TearUnsynced { sector: 512, seed };
-            let r = crash_image(&mut img, &pending, mode, Some(16384), 0);
+            let r = crash_image(&mut img, &[write(true), write(false)], mode, 0);
             let p = r.writes[0].persisted_bytes;
             assert!(p == 0 || p == 16384, "seed {seed}: {p}");
+            assert!(r.writes[0].atomic && !r.writes[1].atomic);
+            plain_torn += r.torn_writes();
         }
+        assert!(
+            plain_torn > 0,
+            "plain writes of the same page tear in some seed"
+        );
     }
 }

@@ -2,7 +2,10 @@
 //! tests. It keeps the *durable image* (what a crash would leave) beside the live file, and the
 //! list of operations done since the last sync. [`FaultyFile::crash`] turns the live file back
 //! into the durable image, losing or tearing what was not synced; failpoints make the N-th
-//! operation of a kind fail with EIO or ENOSPC.
+//! operation of a kind fail with EIO, ENOSPC, EOPNOTSUPP or EINVAL. Only writes made through
+//! [`PageFile::write_atomic_at`] on a file pretending to be on an atomic-write device survive a
+//! crash untorn; every other write tears, whatever its size, so a test proves that the code
+//! under it really uses the untorn path.
 //!
 //! Like redb's crash backend (separate live and durable images) with raft-engine-style named
 //! failpoints (`faulty_file::write::err`).
@@ -16,14 +19,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 
 use crate::aligned::AlignedBuf;
+use crate::atomic::{AtomicTarget, AtomicUnits};
 use crate::error::{IoError, Op, Result};
 use crate::file::{PageFile, PunchOutcome};
 
 pub use crash::{CrashReport, WriteFate};
-pub use plan::{CrashMode, ErrorKind, Failpoint, FaultPlan, OpKind};
+pub use plan::{CrashMode, ErrorKind, Failpoint, FaultPlan, OpKind, PRETENDED_ATOMIC_UNIT_MIN};
 
 use crash::Pending;
-pub(crate) use plan::{check_crash_mode, Failpoints};
+pub(crate) use plan::{check_atomic_unit, check_crash_mode, Failpoints};
 
 /// Granularity at which [`FaultyFile::crash`] compares and rewrites the live file.
 const RESTORE_CHUNK_BYTES: usize = 4096;
@@ -101,7 +105,7 @@ impl<F: PageFile> FaultyFile<F> {
     }
 
     /// Arms a failpoint: the `nth` (1-based, counted from now) operation of kind `op` fails
-    /// with `error` (raw OS error EIO or ENOSPC), once. Failed operations change nothing.
+    /// with `error` (its raw OS error), once. Failed operations change nothing.
     ///
     /// # Panics
     /// If `nth` is 0.
@@ -123,11 +127,24 @@ impl<F: PageFile> FaultyFile<F> {
         self.state.lock().plan.refuse_punch_hole = yes;
     }
 
-    /// Pretends the device supports untorn writes up to `unit` bytes:
-    /// [`atomic_write_unit`](PageFile::atomic_write_unit) returns it, and a crash in
-    /// [`CrashMode::TearUnsynced`] never tears a write of at most `unit` bytes at an offset
-    /// aligned to `unit` (it persists entirely or not at all). `None` turns this off.
+    /// Pretends the device supports untorn writes of [`PRETENDED_ATOMIC_UNIT_MIN`] to `unit`
+    /// bytes: [`atomic_write_unit`](PageFile::atomic_write_unit) returns `unit`, and
+    /// [`write_atomic_at`](PageFile::write_atomic_at) accepts what the Linux rules accept for
+    /// that range (length a power of two within it, offset a multiple of the length, buffer
+    /// aligned as the inner file needs) and writes so that a crash keeps all of it or none.
+    /// Plain writes still tear at a crash in [`CrashMode::TearUnsynced`], whatever their size.
+    ///
+    /// `None` turns this off: `write_atomic_at` is then the inner file's (for a [`MemFile`],
+    /// refused as `Unsupported`). The file does not model O_DIRECT (its inner file may be in
+    /// memory); handles of a [`FaultyFileSystem`](crate::FaultyFileSystem) opened without it
+    /// refuse untorn writes, as Linux does.
+    ///
+    /// # Panics
+    /// If `unit` is not a power of two of at least [`PRETENDED_ATOMIC_UNIT_MIN`] bytes.
+    ///
+    /// [`MemFile`]: crate::MemFile
     pub fn pretend_atomic_writes(&self, unit: Option<u32>) {
+        check_atomic_unit(unit);
         self.state.lock().plan.atomic_write_unit = unit;
     }
 
@@ -148,13 +165,8 @@ impl<F: PageFile> FaultyFile<F> {
         let mut st = self.state.lock();
         let st = &mut *st;
         st.crashes += 1;
-        let report = crash::crash_image(
-            &mut st.durable,
-            &st.pending,
-            st.plan.crash_mode,
-            st.plan.atomic_write_unit,
-            st.crashes,
-        );
+        let report =
+            crash::crash_image(&mut st.durable, &st.pending, st.plan.crash_mode, st.crashes);
         st.pending.clear();
         self.restore_inner(&st.durable)?;
         tracing::debug!(
@@ -235,6 +247,44 @@ impl<F: PageFile> FaultyFile<F> {
         st.pending.push(Pending::Write {
             offset,
             data: buf.to_vec(),
+            atomic: false,
+        });
+        Ok(())
+    }
+
+    /// One untorn write: failpoint, the pretended device's rules (or the inner file's own
+    /// untorn write), live write, remembered as unsynced and untorn.
+    fn write_atomic(&self, buf: &[u8], offset: u64) -> Result<()> {
+        let mut st = self.state.lock();
+        if let Some(e) = st.tick(OpKind::AtomicWrite) {
+            return Err(IoError::from_errno(
+                Op::AtomicWrite,
+                self.inner.path(),
+                offset,
+                buf.len() as u64,
+                e.errno(),
+            ));
+        }
+        match st.plan.atomic_write_unit {
+            Some(unit) => {
+                let target = AtomicTarget {
+                    path: self.inner.path(),
+                    units: Some(AtomicUnits {
+                        min: PRETENDED_ATOMIC_UNIT_MIN,
+                        max: unit,
+                    }),
+                    direct: true,
+                    mem_align: self.inner.alignment(),
+                };
+                target.check(buf, offset)?;
+                self.inner.write_at(buf, offset)?;
+            }
+            None => self.inner.write_atomic_at(buf, offset)?,
+        }
+        st.pending.push(Pending::Write {
+            offset,
+            data: buf.to_vec(),
+            atomic: true,
         });
         Ok(())
     }
@@ -273,6 +323,10 @@ impl<F: PageFile> PageFile for FaultyFile<F> {
             self.write_one(buf, *offset)?;
         }
         Ok(())
+    }
+
+    fn write_atomic_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        self.write_atomic(buf, offset)
     }
 
     fn sync_data(&self) -> Result<()> {

@@ -1,5 +1,5 @@
 //! What a [`FaultyFile`](super::FaultyFile) does wrong: named failpoints that fail the N-th
-//! operation of a kind, refusal of hole punching, pretended atomic writes, and how a crash
+//! operation of a kind, refusal of hole punching, pretended untorn writes, and how a crash
 //! treats unsynced writes.
 
 use std::fmt;
@@ -13,6 +13,10 @@ pub enum OpKind {
     Read,
     /// `write_at` and each buffer of `write_vectored_at`.
     Write,
+    /// `write_atomic_at` (counted apart from [`Write`](Self::Write)); arm it with
+    /// [`ErrorKind::Eopnotsupp`] or [`ErrorKind::Einval`] to make the N-th untorn write refused
+    /// at run time, as a kernel may refuse one.
+    AtomicWrite,
     /// `sync_data` and `sync_all`.
     Sync,
     /// `set_len`.
@@ -23,12 +27,13 @@ pub enum OpKind {
 
 impl OpKind {
     /// Every kind, in counter order.
-    pub const ALL: [OpKind; 5] = [
+    pub const ALL: [OpKind; 6] = [
         OpKind::Read,
         OpKind::Write,
         OpKind::Sync,
         OpKind::SetLen,
         OpKind::PunchHole,
+        OpKind::AtomicWrite,
     ];
 
     /// Index into per-kind counters.
@@ -39,6 +44,7 @@ impl OpKind {
             OpKind::Sync => 2,
             OpKind::SetLen => 3,
             OpKind::PunchHole => 4,
+            OpKind::AtomicWrite => 5,
         }
     }
 
@@ -50,6 +56,7 @@ impl OpKind {
             OpKind::Sync => "faulty_file::sync::err",
             OpKind::SetLen => "faulty_file::set_len::err",
             OpKind::PunchHole => "faulty_file::punch_hole::err",
+            OpKind::AtomicWrite => "faulty_file::atomic_write::err",
         }
     }
 
@@ -66,6 +73,7 @@ impl OpKind {
             OpKind::Sync => Op::SyncData,
             OpKind::SetLen => Op::SetLen,
             OpKind::PunchHole => Op::PunchHole,
+            OpKind::AtomicWrite => Op::AtomicWrite,
         }
     }
 }
@@ -83,6 +91,11 @@ pub enum ErrorKind {
     Eio,
     /// ENOSPC (`IoErrorKind::NoSpace`).
     Enospc,
+    /// EOPNOTSUPP (`IoErrorKind::Unsupported`): the file system refuses the operation.
+    Eopnotsupp,
+    /// EINVAL: for [`OpKind::AtomicWrite`] the kernel's refusal of an untorn write it cannot
+    /// do (`IoErrorKind::Unsupported`); for other kinds `IoErrorKind::Other`.
+    Einval,
 }
 
 impl ErrorKind {
@@ -91,6 +104,8 @@ impl ErrorKind {
         match self {
             ErrorKind::Eio => libc::EIO,
             ErrorKind::Enospc => libc::ENOSPC,
+            ErrorKind::Eopnotsupp => libc::EOPNOTSUPP,
+            ErrorKind::Einval => libc::EINVAL,
         }
     }
 }
@@ -162,9 +177,13 @@ impl FaultPlan {
         self
     }
 
-    /// Pretend the device has atomic writes of up to `unit` bytes (see
+    /// Pretend the device has untorn writes of up to `unit` bytes (see
     /// [`FaultyFile::pretend_atomic_writes`](super::FaultyFile::pretend_atomic_writes)).
+    ///
+    /// # Panics
+    /// If `unit` is not a power of two of at least [`PRETENDED_ATOMIC_UNIT_MIN`] bytes.
     pub fn atomic_writes(mut self, unit: Option<u32>) -> Self {
+        check_atomic_unit(unit);
         self.atomic_write_unit = unit;
         self
     }
@@ -222,6 +241,23 @@ impl Failpoints {
         let (fp, _) = self.armed.remove(hit);
         tracing::debug!(failpoint = fp.op.failpoint(), nth = fp.nth, error = ?fp.error, "failpoint fired");
         Some(fp.error)
+    }
+}
+
+/// The shortest untorn write a pretended atomic-write device accepts (its
+/// `stx_atomic_write_unit_min`): one 512-byte sector, as on an NVMe drive with 512-byte
+/// logical blocks.
+pub const PRETENDED_ATOMIC_UNIT_MIN: u32 = 512;
+
+/// Panics on a pretended atomic-write unit that is not a power of two of at least
+/// [`PRETENDED_ATOMIC_UNIT_MIN`] bytes.
+pub(crate) fn check_atomic_unit(unit: Option<u32>) {
+    if let Some(unit) = unit {
+        assert!(
+            unit.is_power_of_two() && unit >= PRETENDED_ATOMIC_UNIT_MIN,
+            "a pretended atomic-write unit must be a power of two of at least \
+             {PRETENDED_ATOMIC_UNIT_MIN} bytes, got {unit}"
+        );
     }
 }
 

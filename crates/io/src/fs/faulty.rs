@@ -10,7 +10,8 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::error::{IoError, Op, Result};
 use crate::faulty::{
-    check_crash_mode, CrashMode, CrashReport, ErrorKind, Failpoint, Failpoints, FaultyFile, OpKind,
+    check_atomic_unit, check_crash_mode, CrashMode, CrashReport, ErrorKind, Failpoint, Failpoints,
+    FaultyFile, OpKind,
 };
 use crate::file::PageFile;
 use crate::mem_file::MemFile;
@@ -34,6 +35,8 @@ pub(super) struct Namespace {
     /// Directories; durable as soon as created (as `create_dir_all` promises).
     dirs: BTreeSet<PathBuf>,
     crash_mode: CrashMode,
+    /// The pretended untorn-write unit of every file (see `pretend_atomic_writes`).
+    atomic_write_unit: Option<u32>,
 }
 
 /// State shared by the file system and its open handles.
@@ -76,6 +79,9 @@ pub struct FsCrashReport {
 ///   removed since the last [`sync_dir`](FileSystem::sync_dir) of their directory are undone,
 ///   and every handle opened before the crash fails from then on (the process that held them
 ///   would not have survived).
+/// - [`pretend_atomic_writes`](Self::pretend_atomic_writes) makes it an atomic-write device:
+///   [`PageFile::write_atomic_at`] on a handle opened with O_DIRECT is then untorn at a crash,
+///   plain writes still tear.
 ///
 /// Directories exist only as names (no contents of their own); `create_dir_all` makes them
 /// durable at once. Paths are compared as given, component by component.
@@ -164,6 +170,26 @@ impl FaultyFileSystem {
         }
     }
 
+    /// Pretends the whole file system sits on a device with untorn writes of up to `unit`
+    /// bytes, for every file present and future (see [`FaultyFile::pretend_atomic_writes`] for
+    /// what a file then accepts). Only [`PageFile::write_atomic_at`] on handles opened with
+    /// [`OpenOptions::direct`] is untorn; such a write on a buffered handle is refused
+    /// (`Unsupported`), as Linux refuses it. `None` (the default) turns it off: every untorn
+    /// write is refused. A single file can still be switched on its own through
+    /// [`file`](Self::file).
+    ///
+    /// # Panics
+    /// If `unit` is not a power of two of at least
+    /// [`PRETENDED_ATOMIC_UNIT_MIN`](crate::faulty::PRETENDED_ATOMIC_UNIT_MIN) bytes.
+    pub fn pretend_atomic_writes(&self, unit: Option<u32>) {
+        check_atomic_unit(unit);
+        let mut ns = self.shared.namespace.write();
+        ns.atomic_write_unit = unit;
+        for file in ns.live.values().chain(ns.durable.values()) {
+            file.pretend_atomic_writes(unit);
+        }
+    }
+
     /// Simulates power loss (see the type's documentation) and returns what was lost.
     /// Afterwards the file system holds exactly the durable state, and only handles opened
     /// from now on work.
@@ -238,6 +264,7 @@ impl FileSystem for FaultyFileSystem {
                 }
                 let file = Arc::new(FaultyFile::new(MemFile::new(&path.display().to_string()))?);
                 file.set_crash_mode(ns.crash_mode);
+                file.pretend_atomic_writes(ns.atomic_write_unit);
                 ns.live.insert(path.to_owned(), file.clone());
                 file
             }
@@ -247,6 +274,7 @@ impl FileSystem for FaultyFileSystem {
             file,
             path: path.to_owned(),
             read_only: opts.read_only,
+            direct: opts.direct,
             epoch: ns.epoch,
             shared: self.shared.clone(),
         }))

@@ -1,7 +1,7 @@
 //! [`FsFile`]: the handle [`FaultyFileSystem::open`](super::FaultyFileSystem) returns. It counts
 //! every operation in the file system's counters (where the failpoints live), refuses writes on
-//! a read-only open, and stops working once the file system has crashed, as a process does not
-//! outlive a power loss.
+//! a read-only open and untorn writes on an open without O_DIRECT (as Linux does), and stops
+//! working once the file system has crashed, as a process does not outlive a power loss.
 
 use std::fmt;
 use std::io;
@@ -20,6 +20,8 @@ pub(super) struct FsFile {
     pub(super) file: Arc<FaultyFile<MemFile>>,
     pub(super) path: PathBuf,
     pub(super) read_only: bool,
+    /// Opened with O_DIRECT: only then are untorn writes allowed.
+    pub(super) direct: bool,
     /// The file system's crash count when this handle was opened.
     pub(super) epoch: u64,
     pub(super) shared: Arc<Shared>,
@@ -31,6 +33,7 @@ impl fmt::Debug for FsFile {
         f.debug_struct("FsFile")
             .field("path", &self.path)
             .field("read_only", &self.read_only)
+            .field("direct", &self.direct)
             .field("epoch", &self.epoch)
             .finish_non_exhaustive()
     }
@@ -58,7 +61,10 @@ impl FsFile {
                 io::Error::other("the file system crashed after this handle was opened"),
             ));
         }
-        let writes = matches!(kind, OpKind::Write | OpKind::SetLen | OpKind::PunchHole);
+        let writes = matches!(
+            kind,
+            OpKind::Write | OpKind::AtomicWrite | OpKind::SetLen | OpKind::PunchHole
+        );
         if writes && self.read_only {
             return Err(IoError::from_errno(
                 op,
@@ -95,6 +101,23 @@ impl PageFile for FsFile {
         let len = buf.len() as u64;
         self.run(OpKind::Write, Op::Write, offset, len, |f| {
             f.write_at(buf, offset)
+        })
+    }
+
+    fn write_atomic_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        let len = buf.len() as u64;
+        self.run(OpKind::AtomicWrite, Op::AtomicWrite, offset, len, |f| {
+            if !self.direct {
+                return Err(IoError::unsupported(
+                    Op::AtomicWrite,
+                    &self.path,
+                    offset,
+                    len,
+                    "an untorn write (RWF_ATOMIC) needs a file opened with O_DIRECT; this \
+                     handle is buffered",
+                ));
+            }
+            f.write_atomic_at(buf, offset)
         })
     }
 
