@@ -17,7 +17,7 @@
 //!
 //! [`PageFile::write_atomic_at`] is an untorn write (`RWF_ATOMIC`) where the device has them,
 //! and an `Unsupported` error everywhere else, so a caller can fall back to doublewrite per
-//! file.
+//! file; [`probe_atomic_writes`] asks a directory once whether page writes can be untorn.
 //!
 //! Hole punching that the file system refuses (EOPNOTSUPP) is reported once as
 //! [`PunchOutcome::Unsupported`] and switched off for the file, never an error.
@@ -31,6 +31,7 @@ mod file;
 mod fs;
 mod mem_file;
 mod options;
+mod probe;
 mod punch;
 mod std_file;
 mod sys;
@@ -44,5 +45,8 @@ pub use file::{PageFile, PunchOutcome};
 pub use fs::{FaultyFileSystem, FileSystem, FsCrashReport, OsFileSystem};
 pub use mem_file::{MemFile, MEM_BLOCK_BYTES};
 pub use options::OpenOptions;
+pub use probe::{
+    probe_atomic_writes, AtomicWriteProbe, AtomicWriteRefusal, ATOMIC_WRITE_PROBE_FILE,
+};
 pub use std_file::StdFile;
 pub use uring_file::UringFile;
