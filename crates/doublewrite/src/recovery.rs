@@ -361,7 +361,11 @@ pub fn restore_torn_pages(
                 .as_ref()
                 .map_or_else(|| "no copy".to_owned(), |(_, why)| why.clone()),
         };
-        tracing::error!(file = %file.path().display(), page = %id, "torn page cannot be repaired: {why}");
+        tracing::error!(
+            file = %file.path().display(),
+            page = %id,
+            "torn page cannot be repaired: {why}"
+        );
         unrepairable.push(DoublewriteError::TornPage {
             file: file.path().to_owned(),
             page: id,

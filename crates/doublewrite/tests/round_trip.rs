@@ -1,6 +1,7 @@
 //! Writing copies and reading them back: the newest valid copy of each page wins, `open`
 //! discards copies or recreates the file, bad batches are refused, failures keep what recovery
 //! needs, and the counters add up.
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 mod common;
 

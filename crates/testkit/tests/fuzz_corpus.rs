@@ -12,8 +12,14 @@ use std::path::{Path, PathBuf};
 /// Corpus directories of fuzz targets whose logic lives above this crate, replayed by their
 /// own test: `open_path` needs the whole engine (`barracuda::fuzzing`,
 /// crates/engine/tests/fuzz_open_corpus.rs), the redo targets the redo crate
-/// (`barracuda_redo::fuzzing`, crates/redo/tests/fuzz_redo_corpus.rs).
-const REPLAYED_ELSEWHERE: [&str; 3] = ["open_path", "redo_records", "redo_log_scan"];
+/// (`barracuda_redo::fuzzing`, crates/redo/tests/fuzz_redo_corpus.rs), `doublewrite_file` the
+/// doublewrite crate (`barracuda_doublewrite::fuzzing`, crates/doublewrite/tests/fuzz_corpus.rs).
+const REPLAYED_ELSEWHERE: [&str; 4] = [
+    "open_path",
+    "redo_records",
+    "redo_log_scan",
+    "doublewrite_file",
+];
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus")

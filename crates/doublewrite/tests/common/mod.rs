@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: sealed pages whose bytes say which version they
 //! are, data files on a `FaultyFileSystem`, and the in-place write the engine would do.
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+#![allow(dead_code, reason = "each test file uses some of the helpers")]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -67,10 +68,13 @@ pub fn data_path(space: u32) -> PathBuf {
     dir().join(format!("space{space}.ibd"))
 }
 
-/// Opens (creating) the data file of `space`.
+/// Opens the data file of `space`, creating it (durably: the directory is synced) if needed.
 pub fn data_file(fs: &FaultyFileSystem, space: u32) -> Arc<dyn PageFile> {
-    fs.open(&data_path(space), &OpenOptions::new().create(true))
-        .unwrap()
+    let file = fs
+        .open(&data_path(space), &OpenOptions::new().create(true))
+        .unwrap();
+    fs.sync_dir(dir()).unwrap();
+    file
 }
 
 /// Writes `pages` in place, each at `page_no × P`.
