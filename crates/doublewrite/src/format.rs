@@ -464,6 +464,46 @@ mod tests {
         assert!(decode_header(&page[..20]).is_err());
     }
 
+    /// The examples of docs/FORMATS.md §11.1 and §11.2, byte for byte.
+    #[test]
+    fn bytes_match_the_documented_examples() {
+        let mut header = vec![0u8; 16384];
+        encode_header(&mut header, PageSize::K16, Geometry::default());
+        assert_eq!(
+            header[..28],
+            [
+                0x42, 0x52, 0x44, 0x57, 0x01, 0, 0, 0, 0x00, 0x40, 0, 0, 0x02, 0, 0, 0, 0x80, 0, 0,
+                0, 0x08, 0, 0, 0, 0x17, 0x7E, 0x4F, 0xD8
+            ]
+        );
+        assert!(header[28..].iter().all(|&b| b == 0));
+        let mut page = vec![0u8; 16384];
+        encode_descriptor(
+            &mut page,
+            &Descriptor {
+                seq: 7,
+                area: 1,
+                content: CopyContent::Images,
+                entries: vec![Entry {
+                    id: PageId::new(3, 9),
+                    lsn: 0x1234,
+                    image_len: 16384,
+                    image_crc: 0xAABB_CCDD,
+                }],
+            },
+        );
+        assert_eq!(
+            page[..56],
+            [
+                0x42, 0x52, 0x44, 0x41, 0x92, 0x78, 0x6C, 0xB0, 7, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+                1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 9, 0, 0, 0, 0x34, 0x12, 0, 0, 0, 0,
+                0, 0, 0x00, 0x40, 0, 0, 0xDD, 0xCC, 0xBB, 0xAA
+            ]
+        );
+        assert!(page[56..].iter().all(|&b| b == 0));
+        assert_eq!(Geometry::default().total_pages(), 275);
+    }
+
     #[test]
     fn geometry_places_areas_back_to_back() {
         let g = Geometry {
