@@ -159,6 +159,8 @@ impl Doublewrite {
         let file = fs.open(&path, &OpenOptions::new().direct(config.direct_io))?;
         let p = page_size.bytes();
         let mut page = AlignedBuf::with_alignment(p, alignment(&*file));
+        let len = file.len()?;
+        let needed = config.geometry.total_pages() * p as u64;
         let problem = match file.read_at(&mut page, 0) {
             Ok(()) => match decode_header(&page) {
                 Ok((size, geometry)) if size != page_size || geometry != config.geometry => {
@@ -168,9 +170,8 @@ impl Doublewrite {
                         config.geometry
                     ))
                 }
-                Ok(_) if file.len()? < config.geometry.total_pages() * p as u64 => Some(format!(
-                    "it is shorter ({} bytes) than its geometry",
-                    file.len()?
+                Ok(_) if len < needed => Some(format!(
+                    "it is {len} bytes long, its geometry needs {needed}"
                 )),
                 Ok(_) => None,
                 Err(why) => Some(why),
