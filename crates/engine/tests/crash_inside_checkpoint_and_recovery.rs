@@ -17,7 +17,9 @@
 //!   the dry run; the transaction in flight at the cut may be present, whole, or absent.
 //! - **Inside recovery**: a database whose last transaction was cut short after part of its
 //!   commit unit was synced and some of the pages it allocated were written (recovery discards
-//!   the unit) and whose pages were written past the checkpoint, reopened with the power cut at
+//!   the unit; the cut is at a log write the unit must make, it being longer than two log
+//!   buffers, and both facts are checked) and whose pages were written past the checkpoint
+//!   while one page changed since stays to be redone, reopened with the power cut at
 //!   the N-th operation of the open (page writes, syncs, the erase past the end of the log, the
 //!   checkpoints); then opened again, and — the session after a recovery being where stale
 //!   state bites — written to and cut again before any checkpoint.
@@ -42,7 +44,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use barracuda::fs::{CrashMode, FaultyFileSystem, FileSystem, Op, OpenOptions};
-use barracuda::{Durability, Engine, EngineOptions, PageSize, RecoveryReport, Table, TableOptions};
+use barracuda::{
+    redo_log_path, Durability, Engine, EngineOptions, PageSize, RecoveryReport, Table, TableOptions,
+};
 use barracuda_testkit::crash::SplitMix64;
 use common::chain;
 use crash_workload::{
@@ -317,13 +321,24 @@ fn a_power_cut_at_every_operation_of_the_page_cleaners_rounds_loses_no_acknowled
 
 /// Transactions before the one cut short: half before a checkpoint, half after it.
 const BEFORE_BIG: u64 = 40;
-/// Rows of the transaction cut short (new keys of table `a`): pages it allocates are evicted,
-/// which makes the log durable in the middle of its commit unit.
-const BIG_ROWS: u64 = 400;
+/// Rows of the transaction cut short. Enough for its commit unit to span more than two and a
+/// half log buffers (checked by the dry run; see [`cut_at_log_write_from`] for why), and for it
+/// to allocate more pages than the pool has frames, so that some of them are evicted — written —
+/// before the unit is complete. Not so many that its redo estimate, with the log's age, reaches
+/// the sync point (the commit would first have every older page written and checkpointed,
+/// leaving the recovery nothing to redo): 800 rows are about 390 KB of redo, estimated 510 KB,
+/// on a log whose sync point is at 630 KB of age.
+const BIG_ROWS: u64 = 800;
 /// Transactions committed after the recovery, before the next power loss.
 const AFTER_RECOVERY: u64 = 10;
+/// Where the log's data area starts in its file (FORMATS.md §9: LSN `l` is at byte
+/// `3 × 4096 + l % capacity`).
+const LOG_DATA_OFFSET: u64 = 3 * 4096;
 
-/// The transaction the power cut interrupts: [`BIG_ROWS`] new rows of 300–600 bytes.
+/// The transaction the power cut interrupts: [`BIG_ROWS`] rows of table `a` of 300–600 bytes,
+/// new but for the first ([`last_before_big`]). Their keys sort after every other key, so the
+/// inserts append at the tree's right edge and its splits move no records: the unit's length
+/// hardly varies with the seed (with keys at the left edge, from 290 to 470 KB).
 fn big_transaction(seed: u64) -> Vec<Write> {
     let mut rng = SplitMix64::stream(seed, u64::MAX);
     (0..BIG_ROWS)
@@ -331,11 +346,24 @@ fn big_transaction(seed: u64) -> Vec<Write> {
             let len = rng.range_inclusive(300, 600) as usize;
             Write {
                 table: 0,
-                key: format!("big{row:05}").into_bytes(),
+                key: format!("zbig{row:05}").into_bytes(),
                 value: Some(value(u64::MAX, row, len, &mut rng)),
             }
         })
         .collect()
+}
+
+/// The last transaction acknowledged before the big one: the big transaction's first row with
+/// another value. The big unit's first mtr changes the same leaf, which from then on may not be
+/// written (it holds a change of the open unit), so this commit's change of it is in the log
+/// only: the recovery has a page to redo whatever the evictions and the page cleaner wrote
+/// during the big commit (the cleaner could only write the leaf in the instant between the two
+/// commits).
+fn last_before_big(seed: u64) -> Vec<Write> {
+    let mut rng = SplitMix64::stream(seed, u64::MAX - 2);
+    let mut first = big_transaction(seed).swap_remove(0);
+    first.value = Some(value(u64::MAX - 2, 0, 400, &mut rng));
+    vec![first]
 }
 
 /// Four rows of table `a` with values of 5000 bytes (off-page on 4 KiB pages: two overflow pages
@@ -351,24 +379,70 @@ fn off_page_transaction(seed: u64) -> Vec<Write> {
         .collect()
 }
 
-/// Where the big transaction is cut: the first write to the log, by any thread, at or past this
-/// LSN (FORMATS.md §9: LSN `l` is at byte `3 × 4096 + l % capacity` of the log file).
+/// The log buffer's size, read from the header of the log in `dir` (FORMATS.md §9.1: a
+/// little-endian `u32` at byte 24).
+fn log_buffer_bytes(fs: &FaultyFileSystem, dir: &Path) -> u64 {
+    let header = fs.file(&redo_log_path(dir)).unwrap().durable_image();
+    u64::from(u32::from_le_bytes(header[24..28].try_into().unwrap()))
+}
+
+/// How many pages of `image` (a tablespace file) carry a page LSN at or above `lsn`
+/// (FORMATS.md §2: a little-endian `u64` at byte 16 of the page).
+fn pages_stamped_from(image: &[u8], lsn: u64) -> usize {
+    image
+        .chunks_exact(PAGE_SIZE.bytes())
+        .filter(|page| u64::from_le_bytes(page[16..24].try_into().unwrap()) >= lsn)
+        .count()
+}
+
+/// Where the big transaction is cut: the first write to the log's data area, by any thread,
+/// that starts at or past LSN `lsn`. Writes are told apart by their distance from `lsn` modulo
+/// the capacity, which holds across the wrap point since every write meant starts less than
+/// half the capacity before or after `lsn`.
+///
+/// Why a cut at an LSN more than one log buffer (`B` bytes) past the start of a unit and at
+/// least `B` before its end is sure to come, inside the unit, after part of it was synced —
+/// whatever the pool's evictions write and when:
+/// - the log is written in LSN order without gaps, at most `B` bytes per write (a write takes
+///   the log buffer), so the first write starting at or past the cut LSN starts less than `B`
+///   after it, inside the unit: the unit's last frame is never written;
+/// - when a write starts, at most `B` bytes are written but not synced (the log writer syncs
+///   after a write that leaves more, and starts no write while a sync runs: `RedoLog`'s
+///   `write_up_to`), and the writes before the cut reach the cut LSN, more than `B` past the
+///   unit's start: part of the unit was synced before the cut. The recovery's report shows it
+///   (`discarded_bytes`).
 fn cut_at_log_write_from(lsn: u64) -> Filter {
-    let offset = 3 * 4096 + lsn % LOG_BYTES;
-    Box::new(move |op, path, at| op == Op::Write && path.ends_with("redo/ib_redo0") && at >= offset)
+    Box::new(move |op, path, at| {
+        op == Op::Write
+            && path.ends_with("redo/ib_redo0")
+            && at >= LOG_DATA_OFFSET
+            && (at - LOG_DATA_OFFSET + LOG_BYTES - lsn % LOG_BYTES) % LOG_BYTES < LOG_BYTES / 2
+    })
+}
+
+/// What [`crashed_database`] built.
+struct Crashed {
+    /// The acknowledged commits.
+    model: Model,
+    /// The LSN at which the big transaction's commit unit starts.
+    unit_start: u64,
+    /// The LSN the log reached when the big commit returned or failed.
+    unit_end: u64,
+    /// The log buffer's size.
+    log_buffer: u64,
 }
 
 /// Builds, in `dir` on `fs`, the database a recovery starts from: [`BEFORE_BIG`] transactions
-/// with a checkpoint halfway, then the big transaction, with the power cut at the first log
-/// write at or past `cut_from` (an LSN inside its commit unit: the unit is never complete).
-/// Returns the acknowledged commits and the LSN range of the big transaction. Without
-/// `cut_from` (a dry run) the big commit completes and the power is cut after it.
+/// with a checkpoint halfway, [`last_before_big`], then the big transaction, with the power cut
+/// at the first log write starting at or past `cut_after` bytes into its commit unit (see
+/// [`cut_at_log_write_from`]: the unit is never complete). Without `cut_after` (a dry run) the
+/// big commit completes and the power is cut after it.
 fn crashed_database(
     seed: u64,
     fs: &FaultyFileSystem,
     dir: &Path,
-    cut_from: Option<u64>,
-) -> (Model, (u64, u64)) {
+    cut_after: Option<u64>,
+) -> Crashed {
     let cut = PowerCut::new(fs);
     let db = Engine::open(dir, options(&cut)).unwrap();
     let tables = create_tables(&db, fs, dir);
@@ -383,28 +457,39 @@ fn crashed_database(
         BEFORE_BIG,
         &mut model,
     );
+    let last = last_before_big(seed);
+    commit(&db, &tables, &last).unwrap();
+    model.apply(&last);
     let big = big_transaction(seed);
-    let start = db.status().current_lsn;
-    if let Some(lsn) = cut_from {
-        cut.arm_filtered(Who::Any, Some(cut_at_log_write_from(lsn)), Some(1));
+    let unit_start = db.status().current_lsn;
+    if let Some(bytes) = cut_after {
+        let filter = cut_at_log_write_from(unit_start + bytes);
+        cut.arm_filtered(Who::Any, Some(filter), Some(1));
     }
     let result = commit(&db, &tables, &big);
-    let end = db.status().current_lsn;
+    let unit_end = db.status().current_lsn;
     match (cut.fired(), result) {
         (true, Ok(())) => panic!("seed {seed:#x}: the big commit succeeded with the power off"),
         (false, Err(e)) => panic!("seed {seed:#x}: the big commit failed: {}", chain(&e)),
         (true, Err(_)) => {}
         (false, Ok(())) => {
             assert!(
-                cut_from.is_none(),
-                "seed {seed:#x}: the big commit was not cut"
+                cut_after.is_none(),
+                "seed {seed:#x}: the big commit was not cut (its unit spans LSN \
+                 {unit_start}..{unit_end}, the cut was at {cut_after:?} bytes into it): {:#?}",
+                cut.ops()
             );
             model.apply(&big);
             cut.cut_now();
         }
     }
     drop(db);
-    (model, (start, end))
+    Crashed {
+        model,
+        unit_start,
+        unit_end,
+        log_buffer: log_buffer_bytes(fs, dir),
+    }
 }
 
 /// The files a crash left (paths relative to the database directory, durable bytes): every
@@ -413,14 +498,19 @@ struct Snapshot {
     files: Vec<(PathBuf, Vec<u8>)>,
     /// The acknowledged commits.
     model: Model,
+    /// Pages of the tables that the big transaction allocated and that reached the disk.
+    stamped_pages: usize,
 }
 
 impl Snapshot {
-    /// Builds the crashed database once (see [`crashed_database`]) and keeps its files.
-    fn crashed(seed: u64, cut_from: u64) -> Self {
+    /// Builds the crashed database once (see [`crashed_database`]: the power cut `cut_after`
+    /// bytes into the big commit unit) and keeps its files. Panics unless some page the unit
+    /// allocated reached the disk before the cut: that is what makes a session after the
+    /// recovery reuse pages stamped with the discarded unit's LSNs.
+    fn crashed(seed: u64, cut_after: u64) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let fs = new_fs(seed);
-        let (model, _) = crashed_database(seed, &fs, tmp.path(), Some(cut_from));
+        let crashed = crashed_database(seed, &fs, tmp.path(), Some(cut_after));
         let mut files = Vec::new();
         for sub in ["", "tables", "redo"] {
             for path in fs.list_dir(&tmp.path().join(sub)).unwrap() {
@@ -430,7 +520,24 @@ impl Snapshot {
                 }
             }
         }
-        Self { files, model }
+        // Only the big unit changed pages at or above its start, and of those only the ones it
+        // allocated may be written while it is open.
+        let stamped: usize = files
+            .iter()
+            .filter(|(relative, _)| relative.starts_with("tables"))
+            .map(|(_, image)| pages_stamped_from(image, crashed.unit_start))
+            .sum();
+        assert!(
+            stamped > 0,
+            "seed {seed:#x}: no page the big transaction allocated reached the disk before the \
+             cut (its unit started at LSN {})",
+            crashed.unit_start
+        );
+        Self {
+            files,
+            model: crashed.model,
+            stamped_pages: stamped,
+        }
     }
 
     /// A file system holding the snapshot's files, durable, under `dir`.
@@ -515,25 +622,40 @@ fn recovery_run(seed: u64, snapshot: &Snapshot, at: Option<u64>) -> (Vec<String>
 }
 
 fn cut_inside_recovery(seed: u64, all: bool) {
-    // Where to cut the big commit: at the first log write three quarters into its unit (whose
-    // extent a dry run gives), after the log was synced in the middle of the unit.
-    let (start, end) = {
+    // Where to cut the big commit: a buffer and a quarter before the end of its unit (whose
+    // extent a dry run gives), so more than a buffer after its start (see
+    // `cut_at_log_write_from`), late enough for the unit to have outgrown the pool.
+    let dry = {
         let tmp = tempfile::tempdir().unwrap();
-        crashed_database(seed, &new_fs(seed), tmp.path(), None).1
+        crashed_database(seed, &new_fs(seed), tmp.path(), None)
     };
-    let snapshot = Snapshot::crashed(seed, start + (end - start) * 3 / 4);
+    let unit_bytes = dry.unit_end - dry.unit_start;
+    assert!(
+        2 * unit_bytes > 5 * dry.log_buffer,
+        "seed {seed:#x}: the big transaction's unit spans {unit_bytes} bytes of log, not more \
+         than two and a half log buffers of {} bytes: the cut is not sure to come inside it \
+         after part of it was synced",
+        dry.log_buffer
+    );
+    let cut_after = unit_bytes - dry.log_buffer - dry.log_buffer / 4;
+    let snapshot = Snapshot::crashed(seed, cut_after);
     let (ops, reference) = recovery_run(seed, &snapshot, None);
     assert!(
         reference.discarded_bytes > 0 && reference.pages_written > 0,
         "the recovery had no discarded unit to erase or no page to write: {reference:?}; the \
-         big transaction spanned LSN {start}..{end}"
+         big transaction spanned LSN {}..{}",
+        dry.unit_start,
+        dry.unit_end
     );
     let ns = sample(ops.len() as u64, all, 3, 10);
     for &n in &ns {
         recovery_run(seed, &snapshot, Some(n));
     }
     eprintln!(
-        "seed {seed:#x}: recovery: {} operations ({reference:?}), cut at {} of them",
+        "seed {seed:#x}: big unit {unit_bytes} bytes (log buffer {}), cut at {cut_after}; {} \
+         of its pages on disk; recovery: {} operations ({reference:?}), cut at {} of them",
+        dry.log_buffer,
+        snapshot.stamped_pages,
         ops.len(),
         ns.len()
     );
