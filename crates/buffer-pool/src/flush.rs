@@ -85,6 +85,20 @@ impl Inner {
         true
     }
 
+    /// Claims `f` for a write whose purpose is to free its frame (an LRU batch, a single-page
+    /// flush): as [`claim_for_flush`](Self::claim_for_flush), and only if nobody pins the page.
+    ///
+    /// A pinned page's frame cannot be freed by writing it, and its holder may keep it
+    /// X-latched for as long as it waits for a free frame itself (a B-tree structure change
+    /// holds its path and siblings while it reserves frames): the write would be skipped every
+    /// time, and a scan that takes the first claimable page from the LRU tail would pick that
+    /// page again and again — a livelock seen in the B-tree's model test. The pin count is read
+    /// without the page-hash lock, so a page pinned just after is still claimed; that costs one
+    /// skipped write, not progress, because the next scan sees the pin.
+    pub(crate) fn claim_to_free(&self, claimed: &mut Claimed<'_>, f: u32) -> bool {
+        self.frames.frame(f).desc.pins() == 0 && self.claim_for_flush(claimed, f)
+    }
+
     /// Whether the page in `f` holds a change of a commit unit still open
     /// ([`PageStore::write_barrier`](crate::PageStore::write_barrier)): it may not be written.
     pub(crate) fn behind_write_barrier(&self, f: u32) -> bool {
@@ -241,9 +255,12 @@ impl Inner {
         Ok(())
     }
 
-    /// One LRU batch: scans up to `max_pages` pages from the LRU tail, evicting clean pages to
-    /// the free list and writing dirty ones (then evicting them), while the free list is shorter
-    /// than `target_free` and the LRU longer than its minimum. Returns pages freed or written.
+    /// One LRU batch: scans the LRU from the tail, evicting clean pages to the free list and
+    /// writing unpinned dirty ones (then evicting them), until it has taken `max_pages` pages or
+    /// the free list plus the pages being written reach `target_free`, while the LRU is longer
+    /// than its minimum. Returns the progress made: frames put on the free list plus pages
+    /// written. 0 means the batch changed nothing (every page it met was pinned, latched or
+    /// behind the write barrier), and the LRU manager sleeps rather than trying again at once.
     /// InnoDB: `buf_flush_LRU_list_batch`.
     pub(crate) fn lru_batch(
         &self,
@@ -251,7 +268,10 @@ impl Inner {
         target_free: usize,
     ) -> Result<usize, PoolError> {
         let mut claimed = Claimed::new(self);
-        let mut handled = 0usize;
+        // Pages evicted or claimed, against `max_pages`; a claimed page may still be skipped
+        // when written, so only `freed` and the pages written count as progress.
+        let mut taken = 0usize;
+        let mut freed = 0usize;
         inc(&self.counters.lru_scans);
         let mut scanned = 0usize;
         let mut resume: Option<u32> = None;
@@ -272,7 +292,7 @@ impl Inner {
             let mut in_chunk = 0usize;
             while cur != NIL
                 && in_chunk < LRU_BATCH_CHUNK
-                && handled < max_pages
+                && taken < max_pages
                 && scanned < len
                 && lists.free.len() + claimed.len() < target_free
                 && lists.lru.len() > lists.lru.min_len()
@@ -282,12 +302,13 @@ impl Inner {
                 let prev = lists.lru.prev(cur);
                 if self.try_evict_locked(&mut lists, cur, Evictor::Manager) {
                     lists.free.push(cur, &self.free_len);
-                    handled += 1;
+                    taken += 1;
+                    freed += 1;
                 } else if can_write
                     && claimed.len() < LRU_WRITE_BATCH
-                    && self.claim_for_flush(&mut claimed, cur)
+                    && self.claim_to_free(&mut claimed, cur)
                 {
-                    handled += 1;
+                    taken += 1;
                 }
                 cur = prev;
             }
@@ -298,29 +319,34 @@ impl Inner {
             resume = Some(cur);
         }
         add(&self.counters.lru_pages_scanned, scanned as u64);
+        let mut written = 0;
         if claimed.len() > 0 {
             let ids: Vec<(u32, PageId)> = claimed
                 .frames
                 .iter()
                 .map(|&f| (f, self.frames.frame(f).desc.page_id()))
                 .collect();
-            self.write_claimed(claimed, FlushKind::Lru, false)?;
-            let mut lists = self.lists.lock();
-            for (f, id) in ids {
-                if lists.lru.contains(f)
-                    && self.frames.frame(f).desc.page_id() == id
-                    && self.try_evict_locked(&mut lists, f, Evictor::Manager)
-                {
-                    lists.free.push(f, &self.free_len);
+            written = self.write_claimed(claimed, FlushKind::Lru, false)?;
+            if written > 0 {
+                let mut lists = self.lists.lock();
+                for (f, id) in ids {
+                    if lists.lru.contains(f)
+                        && self.frames.frame(f).desc.page_id() == id
+                        && self.try_evict_locked(&mut lists, f, Evictor::Manager)
+                    {
+                        lists.free.push(f, &self.free_len);
+                    }
                 }
             }
         }
         self.try_lru_scan.store(true, SeqCst);
-        Ok(handled)
+        Ok(freed + written)
     }
 
     /// Frees one frame from the LRU tail in the calling thread: evicts the first clean unpinned
-    /// page, or writes the first dirty one and evicts it. The frame goes to the caller.
+    /// page, or writes the first unpinned dirty one and evicts it. The frame goes to the caller.
+    /// Pinned pages are passed over ([`claim_to_free`](Self::claim_to_free)): the scan restarts
+    /// from the tail at every call, so a page it could never write would be picked every time.
     /// InnoDB: `buf_flush_single_page_from_LRU`.
     pub(crate) fn single_page_flush(&self) -> Result<Option<u32>, PoolError> {
         let mut claimed = Claimed::new(self);
@@ -336,7 +362,7 @@ impl Inner {
                     add(&self.counters.lru_pages_scanned, scanned);
                     return Ok(Some(cur));
                 }
-                if self.claim_for_flush(&mut claimed, cur) {
+                if self.claim_to_free(&mut claimed, cur) {
                     break;
                 }
                 cur = prev;

@@ -522,15 +522,19 @@ impl Inner {
         self.lists.lock().free.pop(&self.free_len)
     }
 
-    /// Whether some page in the LRU is unpinned (so waiting for a victim can succeed).
-    /// Whether some page could be evicted once whoever uses it lets go: unpinned, and not a
-    /// dirty page that may not be written yet (behind the store's write barrier).
-    pub(crate) fn any_unpinned(&self) -> bool {
+    /// Whether the LRU holds a page a free-frame wait can turn into a frame: unpinned, not
+    /// poisoned (never evicted), and not a dirty page that may not be written yet (behind the
+    /// store's write barrier). A single-page flush takes such a page at its next attempt unless
+    /// another thread gets there first, since it passes over pinned pages.
+    pub(crate) fn any_freeable(&self) -> bool {
         let lists = self.lists.lock();
         let mut cur = lists.lru.tail();
         while cur != NIL {
             let d = &self.frames.frame(cur).desc;
-            if d.pins() == 0 && !(d.is_dirty() && self.behind_write_barrier(cur)) {
+            if d.pins() == 0
+                && !d.poisoned.load(SeqCst)
+                && !(d.is_dirty() && self.behind_write_barrier(cur))
+            {
                 return true;
             }
             cur = lists.lru.prev(cur);

@@ -12,7 +12,9 @@
 //! - `Eager` (ours): wakes every 10 ms, or at once when a requester sees the free list below the
 //!   low watermark; measures the consumption rate (EWMA of frames taken per ms) and refills the
 //!   free list up to `2 × rate × 10 ms` frames (clamped to `[depth/8, depth]`, `depth` =
-//!   `lru_scan_depth`); the low watermark is half of that.
+//!   `lru_scan_depth`); the low watermark is half of that. It runs batch after batch without
+//!   sleeping only while the free list is below the low watermark and the last batch made
+//!   progress (freed frames or wrote pages).
 
 use std::sync::atomic::{
     AtomicBool,
@@ -147,7 +149,10 @@ pub(crate) fn eager_high_watermark(rate_per_ms: f64, depth: usize) -> usize {
 /// The thread body.
 pub(crate) fn run(inner: &Arc<Inner>) {
     let mut backoff_sleep_ms = MAX_LRU_SLEEP_MS;
-    let mut last_freed = 0usize;
+    // What the last batch achieved (frames freed plus pages written; see `lru_batch`). Pages it
+    // claimed but could not write do not count: a manager counting them would never sleep while
+    // a waiter holds the tail pages X-latched, spinning a core to no effect.
+    let mut last_progress = 0usize;
     let mut rate = 0.0f64;
     let mut last_taken = inner.frames_taken.load(Relaxed);
     let mut last_at = Instant::now();
@@ -156,7 +161,7 @@ pub(crate) fn run(inner: &Arc<Inner>) {
         match policy {
             FreePagePolicy::Eager => {
                 let low = inner.eager_low_watermark.load(Relaxed);
-                if inner.free_len.load(Relaxed) >= low || last_freed == 0 {
+                if inner.free_len.load(Relaxed) >= low || last_progress == 0 {
                     inner.manager.sleep(
                         inner,
                         Duration::from_secs_f64(EAGER_PERIOD_MS / 1000.0),
@@ -204,7 +209,7 @@ pub(crate) fn run(inner: &Arc<Inner>) {
                     &mut backoff_sleep_ms,
                     inner.free_len.load(Relaxed),
                     lru_len.min(depth),
-                    last_freed,
+                    last_progress,
                 );
                 inner.manager.lru_flush_requested.store(false, Relaxed);
                 inner.lru_batch(depth, depth)
@@ -212,9 +217,9 @@ pub(crate) fn run(inner: &Arc<Inner>) {
             FreePagePolicy::Legacy => inner.lru_batch(depth, depth),
         };
         match result {
-            Ok(n) => last_freed = n,
+            Ok(n) => last_progress = n,
             Err(e) => {
-                last_freed = 0;
+                last_progress = 0;
                 tracing::warn!(error = %e, "LRU manager: batch failed");
             }
         }

@@ -131,13 +131,17 @@ impl Inner {
         held > 0
     }
 
-    /// After the timeout: an error if every page is pinned, else wait another timeout.
+    /// After the timeout: an error if no page in the LRU can be freed (every one pinned,
+    /// poisoned or held behind the write barrier), else wait another timeout. The second case
+    /// ends: the policies' single-page flush (Backoff falls back to Legacy after one timeout)
+    /// frees a page no one pins at its next attempt, so only other threads taking the frames
+    /// first keep this waiter waiting.
     fn check_all_pinned(&self, wait: &mut FreeWait) -> Result<(), PoolError> {
         let now = Instant::now();
         if now < wait.deadline {
             return Ok(());
         }
-        if self.free_len.load(Relaxed) > 0 || self.any_unpinned() {
+        if self.free_len.load(Relaxed) > 0 || self.any_freeable() {
             wait.deadline = now + self.all_pinned_timeout;
             wait.backoff_gave_up = true;
             tracing::warn!(
