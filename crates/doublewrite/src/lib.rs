@@ -84,5 +84,8 @@ pub mod fuzzing;
 pub use error::{DoublewriteError, Result};
 pub use format::{AreaKind, CopyContent, Geometry, FILE_NAME};
 pub use mode::{decide, AtomicWriteEvidence, DoublewriteMode, EffectiveMode, ProbeOutcome};
-pub use recovery::{read_copies, restore_torn_pages, Copies, PageCopy, RestoreReport, ScanSummary};
+pub use recovery::{
+    read_copies, restore_torn_pages, restore_torn_pages_since, Copies, PageCopy, RestoreReport,
+    ScanSummary,
+};
 pub use writer::{Doublewrite, DoublewriteConfig, DoublewriteStats, PageImage, Protected};

@@ -285,6 +285,9 @@ pub struct RestoreReport {
     pub skipped_unknown_space: u64,
     /// Listed pages at or beyond the end of their file: skipped.
     pub skipped_beyond_eof: u64,
+    /// Listed pages whose newest entry is not newer than the checkpoint given to
+    /// [`restore_torn_pages_since`]: skipped (their last write was synced by it).
+    pub skipped_before_checkpoint: u64,
     /// Data files synced after the repairs.
     pub files_synced: u64,
 }
@@ -305,12 +308,37 @@ pub fn restore_torn_pages(
     resolve: impl Fn(SpaceId) -> Option<Arc<dyn PageFile>>,
     verify: impl Fn(PageId, &[u8]) -> bool,
 ) -> Result<RestoreReport> {
+    restore_torn_pages_since(copies, None, resolve, verify)
+}
+
+/// [`restore_torn_pages`] for a database whose redo log starts at `checkpoint_lsn`: pages
+/// listed only at or below it are left alone (counted in
+/// [`RestoreReport::skipped_before_checkpoint`]), and no copy at or below it is ever written
+/// back. `None`: every copy may be used.
+///
+/// A page LSN is the end of its newest change, and no change straddles a checkpoint, so a
+/// page whose LSN is at or below the checkpoint held only changes the checkpoint had made
+/// durable: it cannot be torn. If it fails verification it was damaged otherwise, and an old
+/// copy would bring back a state whose later changes may no longer be in the log (the copy of
+/// its last write can be gone: an area is reused once its in-place writes are synced). A copy
+/// above the checkpoint is safe: redo replays everything after the checkpoint onto it.
+pub fn restore_torn_pages_since(
+    copies: &Copies,
+    checkpoint_lsn: Option<Lsn>,
+    resolve: impl Fn(SpaceId) -> Option<Arc<dyn PageFile>>,
+    verify: impl Fn(PageId, &[u8]) -> bool,
+) -> Result<RestoreReport> {
     let p = copies.page_size.bytes();
+    let durable_by_checkpoint = |lsn: Lsn| checkpoint_lsn.is_some_and(|c| lsn <= c);
     let mut report = RestoreReport::default();
     let mut files: BTreeMap<SpaceId, Option<DataFile>> = BTreeMap::new();
     let mut touched: Vec<DataFile> = Vec::new();
     let mut unrepairable: Vec<DoublewriteError> = Vec::new();
     for (&id, listing) in &copies.pages {
+        if durable_by_checkpoint(listing.newest.0) {
+            report.skipped_before_checkpoint += 1;
+            continue;
+        }
         let Some(file) = files
             .entry(id.space_id)
             .or_insert_with(|| resolve(id.space_id))
@@ -336,6 +364,10 @@ pub fn restore_torn_pages(
             continue;
         }
         let why = match &listing.copy {
+            Some(copy) if durable_by_checkpoint(copy.lsn) => format!(
+                "its newest valid doublewrite copy (LSN {}) is not newer than the checkpoint",
+                copy.lsn
+            ),
             Some(copy) => {
                 buf.fill(0);
                 buf[..copy.image.len()].copy_from_slice(&copy.image);

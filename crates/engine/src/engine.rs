@@ -23,12 +23,13 @@ use crate::layout::{
 };
 use crate::options::{EngineOptions, TableOptions};
 use crate::page_cleaner::{self, FlushControllerKind, Flushing};
-use crate::recovery::{recover, RecoveryReport};
+use crate::recovery::{recover, RecoveryReport, Tables};
 use crate::redo_sink::RedoSink;
 use crate::status::{EngineStatus, RedoStatus, TableStatus};
 use crate::store::SpaceRegistry;
 use crate::table::{Range, Table, TableInner};
 use crate::tablespace::Tablespace;
+use crate::torn_writes::PageWrites;
 use crate::txn::Transaction;
 
 /// Source of [`EngineInner::serial`].
@@ -134,7 +135,16 @@ impl Engine {
                 options.old_blocks_pct
             )));
         }
-        let (log, recovery) = open_log(&*fs, &dir, &catalog, &options)?;
+        let paths = space_paths(&dir, &catalog)?;
+        // Before any redo is applied: torn pages are restored from the doublewrite file first.
+        let page_writes = Arc::new(PageWrites::open(
+            fs.clone(),
+            &dir,
+            catalog.page_size(),
+            options.doublewrite,
+            &paths,
+        )?);
+        let (log, recovery) = open_log(&*fs, &dir, &catalog, &paths, &options, &page_writes)?;
         let points = barracuda_redo::flushing::FlushPoints::for_log(
             log.capacity(),
             page_size.bytes() as u64,
@@ -143,7 +153,11 @@ impl Engine {
         .map_err(|e| Error::InvalidOption(e.to_string()))?;
         let log = Arc::new(RedoSink::new(log, page_size));
         let catalog = Arc::new(Mutex::new(catalog));
-        let spaces = Arc::new(SpaceRegistry::new(log.clone(), catalog.clone()));
+        let spaces = Arc::new(SpaceRegistry::new(
+            log.clone(),
+            catalog.clone(),
+            page_writes.clone(),
+        ));
         let config = PoolConfig::new(page_size)
             .capture_before_images(true)
             // Debug builds check that every described change replays to the page it made.
@@ -360,6 +374,7 @@ impl Engine {
         }
         self.inner.pool.discard_space(entry.space_id);
         if let Some(space) = self.inner.spaces.remove(entry.space_id) {
+            self.inner.spaces.page_writes().forget_file(space.file());
             let fs = self.inner.options.resolved_file_system();
             fs.remove(space.path())?;
             // Otherwise a power loss can bring the file back (harmless but wasted space).
@@ -489,6 +504,7 @@ impl Engine {
             },
             flushing: self.inner.flushing.status(),
             recovery: self.inner.recovery,
+            doublewrite: self.inner.spaces.page_writes().status(),
             oldest_modification_lsn: self.inner.pool.oldest_modification(),
             rows_read: c.rows_read.load(Ordering::Relaxed),
             rows_written: c.rows_written.load(Ordering::Relaxed),
@@ -644,6 +660,7 @@ impl EngineInner {
     /// catalog that no page was written after it (so a missing log is then harmless).
     fn shut_down_cleanly(&self) -> Result<()> {
         self.checkpoint()?;
+        self.spaces.page_writes().sync_pending()?;
         self.log.log().sync()?;
         self.spaces.record_checkpoint(self.log.current_lsn())
     }
@@ -695,26 +712,24 @@ fn open_log(
     fs: &dyn barracuda_io::FileSystem,
     dir: &Path,
     catalog: &Catalog,
+    paths: &HashMap<SpaceId, PathBuf>,
     options: &EngineOptions,
+    page_writes: &PageWrites,
 ) -> Result<(RedoLog, Option<RecoveryReport>)> {
     let page_size = catalog.page_size();
     let durability = options.durability.of_log();
     if fs.exists(&log_path(dir))? {
-        let mut paths: HashMap<SpaceId, PathBuf> = HashMap::new();
-        for entry in catalog.entries.values() {
-            let path = table_path(dir, &entry.name).ok_or_else(|| Error::Corrupt {
-                file: dir.join(SYSTEM_FILE),
-                what: format!("table name {:?} is not {TABLE_NAME_RULE}", entry.name),
-            })?;
-            paths.insert(entry.space_id, path);
-        }
         // Recovery's batches are bounded like InnoDB's (a share of the buffer pool).
         let memory_bytes = options.buffer_pool_bytes.max(4 << 20);
         let progress = options.recovery_progress.as_deref();
+        let tables = Tables {
+            spaces: paths,
+            page_writes,
+        };
         let (log, report) = recover(
             fs,
             dir,
-            &paths,
+            tables,
             page_size,
             durability,
             memory_bytes,
@@ -728,6 +743,9 @@ fn open_log(
             checkpoint_lsn: catalog.flushed_lsn(),
         });
     }
+    // No log: a new database, or one shut down cleanly before its log went missing; every
+    // change up to the catalog's flushed LSN is on disk (copies below it are never used).
+    page_writes.start(paths, catalog.flushed_lsn())?;
     if let Some(progress) = &options.recovery_progress {
         progress.nothing_to_recover();
     }
@@ -752,6 +770,19 @@ fn open_log(
         },
     )?;
     Ok((log, None))
+}
+
+/// Every table's tablespace file, by space id (paths checked to stay inside `dir`).
+fn space_paths(dir: &Path, catalog: &Catalog) -> Result<HashMap<SpaceId, PathBuf>> {
+    let mut paths: HashMap<SpaceId, PathBuf> = HashMap::new();
+    for entry in catalog.entries.values() {
+        let path = table_path(dir, &entry.name).ok_or_else(|| Error::Corrupt {
+            file: dir.join(SYSTEM_FILE),
+            what: format!("table name {:?} is not {TABLE_NAME_RULE}", entry.name),
+        })?;
+        paths.insert(entry.space_id, path);
+    }
+    Ok(paths)
 }
 
 fn lock_dir(dir: &Path) -> Result<File> {

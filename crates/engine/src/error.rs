@@ -184,6 +184,14 @@ pub enum Error {
         /// The redo log's error.
         source: Box<dyn StdError + Send + Sync>,
     },
+    /// The doublewrite file (torn-write protection) refused an operation or is misconfigured.
+    /// A torn page it cannot repair is an [`Error::Page`] naming the page instead.
+    #[error("doublewrite: {source}")]
+    #[non_exhaustive]
+    Doublewrite {
+        /// The doublewrite file's error.
+        source: Box<dyn StdError + Send + Sync>,
+    },
     /// The database was not shut down cleanly (pages were written after its last checkpoint)
     /// and its redo log is missing (deleted, or a database of a version before the redo log):
     /// its pages may mix old and new states that nothing can reconcile, so the database is not
@@ -433,6 +441,24 @@ impl From<barracuda_redo::RedoError> for Error {
                 what: format!("at offset {offset}: {what}"),
             },
             other => Self::Redo {
+                source: Box::new(other),
+            },
+        }
+    }
+}
+
+impl From<barracuda_doublewrite::DoublewriteError> for Error {
+    fn from(err: barracuda_doublewrite::DoublewriteError) -> Self {
+        use barracuda_doublewrite::DoublewriteError;
+        match err {
+            DoublewriteError::Io(io) => Self::from(io),
+            DoublewriteError::TornPage { ref file, page, .. } => Self::Page {
+                file: file.clone(),
+                space_id: page.space_id,
+                page_no: page.page_no,
+                source: Box::new(err),
+            },
+            other => Self::Doublewrite {
                 source: Box::new(other),
             },
         }

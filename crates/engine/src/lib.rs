@@ -46,10 +46,14 @@ mod status;
 mod store;
 mod table;
 mod tablespace;
+mod torn_writes;
 mod txn;
 
 pub use barracuda_btree::TreeStats;
 pub use barracuda_buffer_pool::{FreePagePolicy, PoolStats};
+pub use barracuda_doublewrite::{
+    DoublewriteMode, DoublewriteStats, EffectiveMode as DoublewriteEffectiveMode,
+};
 pub use barracuda_io::Backend as IoBackend;
 pub use barracuda_page::PageSize;
 pub use barracuda_redo::flushing::FlushSettings;
@@ -61,4 +65,5 @@ pub use page_cleaner::{FlushControllerKind, FlushStatus};
 pub use recovery::{RecoveryPhase, RecoveryProgress, RecoveryReport};
 pub use status::{EngineStatus, RedoStatus, TableStatus};
 pub use table::{Range, Table};
+pub use torn_writes::DoublewriteStatus;
 pub use txn::Transaction;

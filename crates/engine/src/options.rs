@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use barracuda_buffer_pool::FreePagePolicy;
+use barracuda_doublewrite::DoublewriteMode;
 use barracuda_io::{FileSystem, OsFileSystem};
 use barracuda_page::PageSize;
 use barracuda_redo::flushing::FlushSettings;
@@ -55,6 +56,7 @@ pub struct EngineOptions {
     pub(crate) read_ahead_threshold: Option<u32>,
     pub(crate) random_read_ahead: bool,
     pub(crate) durability: Durability,
+    pub(crate) doublewrite: DoublewriteMode,
     pub(crate) redo_log_capacity: Option<u64>,
     pub(crate) flush_settings: FlushSettings,
     pub(crate) create_if_missing: bool,
@@ -75,6 +77,7 @@ impl Default for EngineOptions {
             read_ahead_threshold: Some(56),
             random_read_ahead: false,
             durability: Durability::SyncEachCommit,
+            doublewrite: DoublewriteMode::Auto,
             redo_log_capacity: None,
             flush_settings: FlushSettings::default(),
             create_if_missing: true,
@@ -152,6 +155,17 @@ impl EngineOptions {
     #[must_use]
     pub fn durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
+        self
+    }
+
+    /// How page writes are protected against tearing (InnoDB: `innodb_doublewrite`, MariaDB:
+    /// `innodb_use_atomic_writes`). Default = [`DoublewriteMode::Auto`]: untorn writes where
+    /// every data file's device proves it supports them (statx and a trial `RWF_ATOMIC`
+    /// write), else the doublewrite file. Decided at every open; `Engine::status()` says which
+    /// mode is in effect and why.
+    #[must_use]
+    pub fn doublewrite(mut self, mode: DoublewriteMode) -> Self {
+        self.doublewrite = mode;
         self
     }
 

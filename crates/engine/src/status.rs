@@ -8,6 +8,7 @@ use barracuda_page::PageSize;
 use crate::options::TableOptions;
 use crate::page_cleaner::FlushStatus;
 use crate::recovery::RecoveryReport;
+use crate::torn_writes::DoublewriteStatus;
 
 /// A snapshot of the engine's state. Later versions add fields (so it cannot be built or
 /// destructured exhaustively outside this crate).
@@ -28,6 +29,9 @@ pub struct EngineStatus {
     /// What recovery did when the engine opened (`None` for a new database, or one created
     /// with a log this session).
     pub recovery: Option<RecoveryReport>,
+    /// Torn-write protection: the mode in effect and why, doublewrite and untorn-write
+    /// counters, torn pages repaired at open.
+    pub doublewrite: DoublewriteStatus,
     /// The oldest modification LSN among dirty pages (what a checkpoint would reach), if any.
     pub oldest_modification_lsn: Option<u64>,
     /// Rows returned by point reads (InnoDB: `Innodb_rows_read`, point reads only).
@@ -147,6 +151,7 @@ impl fmt::Display for EngineStatus {
                 r.discarded_bytes
             )?;
         }
+        write!(f, "{}", self.doublewrite)?;
         // The pool's Display carries its own section heading.
         write!(f, "{}", self.pool)?;
         writeln!(f, "--------------\nROW OPERATIONS\n--------------")?;

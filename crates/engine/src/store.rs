@@ -13,6 +13,7 @@ use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::redo_sink::RedoSink;
 use crate::tablespace::Tablespace;
+use crate::torn_writes::PageWrites;
 
 /// Registry of open tablespaces by space id.
 pub(crate) struct SpaceRegistry {
@@ -20,6 +21,8 @@ pub(crate) struct SpaceRegistry {
     /// The WAL rule and the commit-unit barrier for page writes.
     log: Arc<RedoSink>,
     catalog: Arc<Mutex<Catalog>>,
+    /// Torn-write protection: every page write goes through it.
+    page_writes: Arc<PageWrites>,
     /// Whether the catalog already records that pages were written after the last checkpoint
     /// (see [`FLAG_PAGES_AFTER_CHECKPOINT`](crate::catalog::FLAG_PAGES_AFTER_CHECKPOINT)). Page
     /// writes hold it shared for their whole duration, so a checkpoint that clears it (holding
@@ -28,12 +31,17 @@ pub(crate) struct SpaceRegistry {
 }
 
 impl SpaceRegistry {
-    pub(crate) fn new(log: Arc<RedoSink>, catalog: Arc<Mutex<Catalog>>) -> Self {
+    pub(crate) fn new(
+        log: Arc<RedoSink>,
+        catalog: Arc<Mutex<Catalog>>,
+        page_writes: Arc<PageWrites>,
+    ) -> Self {
         let recorded = catalog.lock().pages_after_checkpoint();
         Self {
             spaces: RwLock::new(HashMap::new()),
             log,
             catalog,
+            page_writes,
             written_after_checkpoint: RwLock::new(recorded),
         }
     }
@@ -63,6 +71,11 @@ impl SpaceRegistry {
         self.catalog.lock().record_flushed_lsn(lsn)?;
         *recorded = false;
         Ok(())
+    }
+
+    /// The torn-write protection every page write goes through.
+    pub(crate) fn page_writes(&self) -> &PageWrites {
+        &self.page_writes
     }
 
     pub(crate) fn insert(&self, space: Arc<Tablespace>) {
@@ -120,28 +133,11 @@ impl PageStore for SpaceRegistry {
             .before_page_write()
             .map_err(|e| StoreError::new(first, e))?;
         let batch = SealedBatch::seal(pages);
-        // Group by tablespace so each file gets one vectored write.
-        let mut by_space: HashMap<SpaceId, Vec<(u32, &[u8])>> = HashMap::new();
-        for (id, image) in batch.images() {
-            by_space
-                .entry(id.space_id)
-                .or_default()
-                .push((id.page_no, image));
-        }
-        for (space_id, batch) in by_space {
-            let first = batch
-                .first()
-                .map_or(PageId::new(space_id, 0), |(p, _)| PageId::new(space_id, *p));
-            if let Some(space) = self.get(space_id) {
-                space
-                    .write_sealed(&batch)
-                    .map_err(|e| StoreError::new(first, e))?;
-            } else {
-                // A dropped table's pages are discarded, not written: its file is gone.
-                tracing::debug!(space_id, "skipping write of pages of a dropped tablespace");
-            }
-        }
-        Ok(())
+        let images: Vec<(PageId, &[u8])> = batch.images().collect();
+        let resolve = |space: SpaceId| Ok(self.get(space).map(|s| s.file().clone()));
+        self.page_writes
+            .write(&images, &resolve)
+            .map_err(|e| StoreError::new(first, e))
     }
 
     fn space_size_pages(&self, space: SpaceId) -> Option<u32> {

@@ -184,17 +184,6 @@ impl Tablespace {
         Ok(())
     }
 
-    /// Writes sealed page images (see the store's `SealedBatch`: the bytes that go in place are
-    /// sealed where the batch is assembled) in one vectored call.
-    pub(crate) fn write_sealed(&self, pages: &[(PageNo, &[u8])]) -> Result<()> {
-        let writes: Vec<(u64, &[u8])> = pages
-            .iter()
-            .map(|(page_no, image)| (self.offset(*page_no), *image))
-            .collect();
-        self.file.write_vectored_at(&writes)?;
-        Ok(())
-    }
-
     /// Makes everything written so far durable.
     pub(crate) fn sync(&self) -> Result<()> {
         self.file.sync_data()?;

@@ -366,7 +366,7 @@ impl PageCache {
     fn write_back(&mut self, files: &Files<'_>, counters: &Counters) -> Result<()> {
         self.index.clear();
         let dirty = DirtyPages(self.slots.drain(..).filter(|p| p.dirty).collect());
-        dirty.write(files, counters, self.page_size)
+        dirty.write(files, counters)
     }
 }
 
@@ -391,28 +391,26 @@ impl DirtyPages {
     }
 
     /// Stamps every page with the LSN of the last mtr applied to it, seals it and writes it,
-    /// in file order.
-    pub(super) fn write(
-        mut self,
-        files: &Files<'_>,
-        counters: &Counters,
-        page_size: PageSize,
-    ) -> Result<()> {
+    /// in file order, through the torn-write protection (in batches, like the pool's flushes).
+    pub(super) fn write(mut self, files: &Files<'_>, counters: &Counters) -> Result<()> {
         self.0.sort_unstable_by_key(|p| p.id);
-        for mut page in self.0 {
-            let file = files.get(page.id.space_id)?;
+        for page in &mut self.0 {
             set_page_lsn(&mut page.buf, page.lsn);
             seal_page(&mut page.buf);
-            file.write_at(
-                &page.buf,
-                u64::from(page.id.page_no) * page_size.bytes() as u64,
-            )?;
-            counters.pages_written.fetch_add(1, Ordering::Relaxed);
-            files.touched(page.id.space_id);
+        }
+        for chunk in self.0.chunks(WRITE_BATCH_PAGES) {
+            let pages: Vec<(PageId, &[u8])> = chunk.iter().map(|p| (p.id, &p.buf[..])).collect();
+            files.write_pages(&pages)?;
+            counters
+                .pages_written
+                .fetch_add(pages.len() as u64, Ordering::Relaxed);
         }
         Ok(())
     }
 }
+
+/// Pages recovery hands to one write (the pool's batches are of the same order).
+const WRITE_BATCH_PAGES: usize = 128;
 
 /// Reads page `id` into `buf`: zeros for a page past the end of the file or never written, and
 /// for a damaged page whose first record here rebuilds it from nothing (`initialised_first`

@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use barracuda_io::{FileSystem, OpenOptions, PageFile};
-use barracuda_page::SpaceId;
+use barracuda_page::{PageId, SpaceId};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
+use crate::torn_writes::PageWrites;
 
 /// The tablespace files recovery writes, each opened once on first use (one handle per file,
 /// whichever thread asks: a sync then covers every write made through it).
@@ -17,17 +18,36 @@ pub(super) struct Files<'a> {
     paths: &'a HashMap<SpaceId, PathBuf>,
     open: Mutex<HashMap<SpaceId, Arc<dyn PageFile>>>,
     touched: Mutex<Vec<SpaceId>>,
+    /// Recovery's page writes are protected against tearing like the pool's: a power cut
+    /// during recovery must not leave a page the next recovery cannot read.
+    page_writes: &'a PageWrites,
 }
 
 impl<'a> Files<'a> {
     /// Files of the spaces in `paths`, opened through `fs` when first asked for.
-    pub(super) fn new(fs: &'a dyn FileSystem, paths: &'a HashMap<SpaceId, PathBuf>) -> Self {
+    pub(super) fn new(
+        fs: &'a dyn FileSystem,
+        paths: &'a HashMap<SpaceId, PathBuf>,
+        page_writes: &'a PageWrites,
+    ) -> Self {
         Self {
             fs,
             paths,
             open: Mutex::new(HashMap::new()),
             touched: Mutex::new(Vec::new()),
+            page_writes,
         }
+    }
+
+    /// Writes sealed page images in place through the torn-write protection, noting their
+    /// files for [`finish`](Self::finish).
+    pub(super) fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<()> {
+        let resolve = |space: SpaceId| self.get(space).map(Some);
+        self.page_writes.write(pages, &resolve)?;
+        for (id, _) in pages {
+            self.touched(id.space_id);
+        }
+        Ok(())
     }
 
     /// The file of `space`; an error names a space no table uses.
@@ -59,6 +79,9 @@ impl<'a> Files<'a> {
         let touched = self.touched.lock().clone();
         for space in touched {
             self.get(space)?.sync_data()?;
+        }
+        for file in self.open.lock().values() {
+            self.page_writes.forget_file(file);
         }
         Ok(())
     }

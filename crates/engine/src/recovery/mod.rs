@@ -43,6 +43,7 @@ use self::batch::{Batch, BatchBuilder, Change};
 use self::files::Files;
 
 use crate::error::{Error, Result};
+use crate::torn_writes::PageWrites;
 
 mod apply;
 mod batch;
@@ -290,7 +291,7 @@ impl RecoveryProgress {
 pub(crate) fn recover(
     fs: &dyn FileSystem,
     dir: &Path,
-    spaces: &HashMap<SpaceId, PathBuf>,
+    tables: Tables<'_>,
     page_size: PageSize,
     durability: Durability,
     memory_bytes: usize,
@@ -302,7 +303,7 @@ pub(crate) fn recover(
     let result = replay(
         fs,
         dir,
-        spaces,
+        tables,
         page_size,
         durability,
         memory_bytes,
@@ -320,14 +321,20 @@ pub(crate) fn recover(
 fn replay(
     fs: &dyn FileSystem,
     dir: &Path,
-    spaces: &HashMap<SpaceId, PathBuf>,
+    tables: Tables<'_>,
     page_size: PageSize,
     durability: Durability,
     memory_bytes: usize,
     progress: &RecoveryProgress,
 ) -> Result<(RedoLog, RecoveryReport)> {
     let started = Instant::now();
+    let Tables {
+        spaces,
+        page_writes,
+    } = tables;
     let mut recovery = Recovery::open(fs, dir)?;
+    // Torn pages first: redo records change intact pages only.
+    page_writes.start(spaces, recovery.checkpoint_lsn())?;
     let mut report = RecoveryReport {
         checkpoint_lsn: recovery.checkpoint_lsn(),
         end_lsn: recovery.end_lsn(),
@@ -336,7 +343,7 @@ fn replay(
         ..RecoveryReport::default()
     };
     progress.applying(report.checkpoint_lsn, report.end_lsn);
-    let files = Files::new(fs, spaces);
+    let files = Files::new(fs, spaces, page_writes);
     let counters = Counters::default();
     let plan = Plan::new(memory_bytes, page_size);
     report.apply_threads = plan.threads as u64;
@@ -377,7 +384,7 @@ fn replay(
     })?;
     // Written here rather than by the apply threads: one pass in file order over every
     // thread's pages, from the thread that opens the engine.
-    dirty.write(&files, &counters, page_size)?;
+    dirty.write(&files, &counters)?;
     report.pages_read = counters.pages_read.load(Ordering::Relaxed);
     report.pages_written = counters.pages_written.load(Ordering::Relaxed);
     progress.update(&report, recovery.scanned_lsn());
@@ -400,6 +407,15 @@ fn replay(
         "redo recovery complete"
     );
     Ok((log, report))
+}
+
+/// The tablespaces recovery replays onto, and how it writes their pages.
+#[derive(Clone, Copy)]
+pub(crate) struct Tables<'a> {
+    /// Each table's file by space id; records for other spaces are errors.
+    pub(crate) spaces: &'a HashMap<SpaceId, PathBuf>,
+    /// The torn-write protection its page writes go through.
+    pub(crate) page_writes: &'a PageWrites,
 }
 
 /// How recovery divides its memory and its work.

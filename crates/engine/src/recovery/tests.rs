@@ -139,7 +139,15 @@ fn an_apply_thread_checks_the_crc_before_it_applies() -> Result<(), Box<dyn std:
         .ok_or("the log holds the mtr")?;
 
     let spaces = HashMap::from([(5, table)]);
-    let files = Files::new(&fs, &spaces);
+    let page_writes = crate::torn_writes::PageWrites::open(
+        std::sync::Arc::new(fs.clone()),
+        dir,
+        PageSize::K4,
+        barracuda_doublewrite::DoublewriteMode::Off,
+        &spaces,
+    )?;
+    page_writes.start(&spaces, 0)?;
+    let files = Files::new(&fs, &spaces, &page_writes);
     let counters = Counters::default();
     let apply = |crc: u32| -> crate::Result<Option<Vec<u8>>> {
         let mut builder = BatchBuilder::new(1, PageSize::K4, &spaces);

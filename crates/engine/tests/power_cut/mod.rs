@@ -298,6 +298,19 @@ impl PageFile for CutFile {
         self.file.write_at(buf, offset)
     }
 
+    // An untorn write is one operation too: the power goes before it or after it.
+    fn write_atomic_at(&self, buf: &[u8], offset: u64) -> Result<(), IoError> {
+        let len = buf.len() as u64;
+        self.cut
+            .before_change(Op::AtomicWrite, &self.path, offset, len, || {
+                format!(
+                    "untorn write {} at {offset} ({len} bytes)",
+                    short(&self.path)
+                )
+            })?;
+        self.file.write_atomic_at(buf, offset)
+    }
+
     // Each buffer of a vectored write is one operation: the power may go between two of them.
     fn write_vectored_at(&self, writes: &[(u64, &[u8])]) -> Result<(), IoError> {
         for (offset, buf) in writes {
