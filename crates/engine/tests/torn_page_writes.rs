@@ -279,23 +279,33 @@ fn a_file_that_refuses_untorn_writes_falls_back_to_the_doublewrite_file() {
         let db = Engine::open(tmp.path(), options(&fs, DoublewriteMode::AtomicWrites)).unwrap();
         let t = db.table("t").unwrap();
         let got: Model = db.range(&t, ..).unwrap().map(Result::unwrap).collect();
-        assert!(got == model, "{error:?} seed {seed:#x}: the reopened table differs");
+        assert!(
+            got == model,
+            "{error:?} seed {seed:#x}: the reopened table differs"
+        );
         // A new session tries untorn writes again, and the fallback shows in the status.
         fs.fail_nth(OpKind::AtomicWrite, 1, error);
         for i in 0..500u32 {
-            db.put(&t, format!("x{i:05}").as_bytes(), &[9; 200]).unwrap();
+            db.put(&t, format!("x{i:05}").as_bytes(), &[9; 200])
+                .unwrap();
         }
         db.checkpoint().unwrap();
         let status = db.status().doublewrite;
         assert_eq!(status.mode, DoublewriteEffectiveMode::AtomicWrites);
         assert_eq!(status.atomic_fallback_files.len(), 1, "{status:?}");
         assert!(status.atomic_fallback_files[0].ends_with("tables/t.ibd"));
-        assert!(status.doublewrite.is_some_and(|d| d.pages_written > 0), "{status:?}");
+        assert!(
+            status.doublewrite.is_some_and(|d| d.pages_written > 0),
+            "{status:?}"
+        );
         db.close().unwrap();
     }
     // The pages the fallback wrote tore at the crashes and were repaired (else the reopens
     // above would have failed or differed).
-    assert!(torn_total > 0, "nothing torn: the fallback's protection is not tested");
+    assert!(
+        torn_total > 0,
+        "nothing torn: the fallback's protection is not tested"
+    );
 }
 
 #[test]
@@ -306,7 +316,8 @@ fn auto_picks_atomic_writes_only_on_a_device_that_has_them() {
     let db = Engine::open(tmp.path(), options(&fs, DoublewriteMode::Auto)).unwrap();
     let t = db.create_table("t", TableOptions::default()).unwrap();
     for i in 0..2000u32 {
-        db.put(&t, format!("k{i:06}").as_bytes(), &[7; 100]).unwrap();
+        db.put(&t, format!("k{i:06}").as_bytes(), &[7; 100])
+            .unwrap();
     }
     db.checkpoint().unwrap();
     let status = db.status().doublewrite;
@@ -339,7 +350,8 @@ fn auto_on_this_machines_disk_uses_the_doublewrite_file_and_says_why() {
     let db = Engine::open(tmp.path(), options).unwrap();
     let t = db.create_table("t", TableOptions::default()).unwrap();
     for i in 0..3000u32 {
-        db.put(&t, format!("k{i:06}").as_bytes(), &[7; 100]).unwrap();
+        db.put(&t, format!("k{i:06}").as_bytes(), &[7; 100])
+            .unwrap();
     }
     db.checkpoint().unwrap();
     let status = db.status().doublewrite;
