@@ -84,7 +84,8 @@ fn file_key(file: &Arc<dyn PageFile>) -> usize {
     Arc::as_ptr(file).cast::<()>() as usize
 }
 
-/// What [`PageWrites`] reports in `Engine::status()`. Later versions add fields.
+/// The torn-write protection in effect, as `Engine::status()` reports it. Later versions add
+/// fields.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct DoublewriteStatus {
