@@ -363,17 +363,35 @@ impl PageWrites {
                 AreaKind::Batch
             };
             let protected = doublewrite.protect(&images, kind)?;
-            // Dropped on an error: the area stays reserved, its copies kept for recovery.
-            self.write_in_place(chunk)?;
             let mut written: Vec<Arc<dyn PageFile>> = Vec::new();
             for (file, ..) in chunk {
                 if !written.iter().any(|w| Arc::ptr_eq(w, file)) {
                     written.push(file.clone());
                 }
             }
+            if let Err(e) = self.write_in_place(chunk) {
+                // The pages stay dirty in the pool and the engine writable, so the area must
+                // not stay reserved for ever (two failures would leave no area). It is
+                // released only if every page of the chunk reads back whole — old or new —
+                // so that the data sync before its reuse cannot make a torn page durable
+                // while its copy is overwritten; otherwise it keeps its copies for recovery.
+                if self.reads_back_whole(chunk) {
+                    protected.written_in_place(written);
+                }
+                return Err(e);
+            }
             protected.written_in_place(written);
         }
         Ok(())
+    }
+
+    /// Whether every page of `chunk` reads back from its file intact (or never written).
+    fn reads_back_whole(&self, chunk: &[Placed<'_>]) -> bool {
+        let mut buf = AlignedBuf::zeroed(self.page_size.bytes());
+        chunk.iter().all(|(file, id, _)| {
+            file.read_at(&mut buf, self.offset(*id)).is_ok()
+                && (buf.iter().all(|&b| b == 0) || page_is_intact(&buf, *id, self.page_size))
+        })
     }
 
     /// The doublewrite file, created at first use in `AtomicWrites` (a file refused).
