@@ -198,6 +198,44 @@ fn lab_all_quick_writes_tables_json_and_svgs() {
     for f in ["recovery_s", "mb_per_s", "mtrs", "pages_written", "batches"] {
         assert!(number(&rec, &format!("results.{f}")) > 0.0, "recovery {f}");
     }
+
+    assert!(all.contains("=== barracuda lab doublewrite ==="), "{all}");
+    let dw = read_json(&out_dir.join("doublewrite.json"));
+    for setting in [
+        "off",
+        "on",
+        "detect-only",
+        "off-simulated",
+        "atomic-writes-simulated",
+    ] {
+        for f in ["pages_flushed", "bytes_written", "pages_per_s"] {
+            assert!(
+                number(&dw, &format!("results.{setting}.{f}")) > 0.0,
+                "doublewrite {setting}: {f}"
+            );
+        }
+    }
+    // Bytes per page flushed follow from the file format, whatever the machine: each page once
+    // in place, plus once more in the doublewrite file (On) or not (Off, untorn writes), plus a
+    // descriptor page per batch (On, DetectOnly).
+    let ratio = |setting: &str| number(&dw, &format!("results.{setting}.bytes_per_page_ratio"));
+    assert!(
+        (1.0..1.2).contains(&ratio("detect-only")),
+        "{}",
+        ratio("detect-only")
+    );
+    assert!((2.0..2.2).contains(&ratio("on")), "{}", ratio("on"));
+    for setting in ["off", "off-simulated", "atomic-writes-simulated"] {
+        assert!(
+            (ratio(setting) - 1.0).abs() < 1e-9,
+            "{setting}: {}",
+            ratio(setting)
+        );
+    }
+    assert_eq!(
+        field(&dw, "results.atomic-writes-simulated.mode_in_effect"),
+        "atomic-writes"
+    );
 }
 
 /// A closed database with one table of small and off-page (overflow) values.

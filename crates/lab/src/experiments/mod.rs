@@ -10,6 +10,7 @@ use crate::report::{self, MachineInfo};
 use crate::LabResult;
 
 mod adaptive_flushing;
+mod doublewrite;
 mod free_list_stalls;
 mod group_commit;
 mod point_select;
@@ -95,6 +96,7 @@ pub fn registry() -> Vec<Box<dyn Experiment>> {
         Box::new(adaptive_flushing::AdaptiveFlushing),
         Box::new(group_commit::GroupCommit),
         Box::new(recovery::Recovery),
+        Box::new(doublewrite::Doublewrite),
     ]
 }
 
