@@ -283,8 +283,9 @@ fn clear_lock_only_dir(dir: &std::path::Path) -> LabResult<()> {
             let name = entry?.file_name();
             if name != "LOCK" {
                 return Err(format!(
-                    "{} holds {name:?}, not only a simulated run's LOCK: refusing to delete it",
-                    dir.display()
+                    "{} holds {}, not only a simulated run's LOCK: refusing to delete it",
+                    dir.display(),
+                    std::path::Path::new(&name).display()
                 )
                 .into());
             }
