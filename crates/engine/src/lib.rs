@@ -38,6 +38,7 @@ pub mod fs;
 pub mod fuzzing;
 pub mod inspect;
 mod layout;
+mod open;
 mod options;
 mod page_cleaner;
 mod recovery;
