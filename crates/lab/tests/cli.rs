@@ -25,6 +25,21 @@ fn text(out: &Output) -> String {
     )
 }
 
+/// What a failed command printed, its exit status and error lines first: a failure message cut
+/// short (a CI log keeps only part of it) still shows why the command failed.
+fn failure_report(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("error") || line.contains("panicked"))
+        .collect();
+    format!(
+        "{}; its error lines: {errors:#?}\n{}",
+        out.status,
+        text(out)
+    )
+}
+
 fn read_json(path: &Path) -> Value {
     let s = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&s).expect("valid JSON")
@@ -69,7 +84,11 @@ fn lab_all_quick_writes_tables_json_and_svgs() {
         db_dir.to_str().unwrap(),
     ]);
     let all = text(&out);
-    assert!(out.status.success(), "lab all failed:\n{all}");
+    assert!(
+        out.status.success(),
+        "lab all failed: {}",
+        failure_report(&out)
+    );
     for name in [
         "point-select",
         "free-list-stalls",
