@@ -16,6 +16,10 @@ pub enum PunchOutcome {
     Unsupported,
 }
 
+/// The block size assumed for a file whose file system does not report one: the sector size
+/// every block device supports.
+pub const UNKNOWN_BLOCK_SIZE: u32 = 512;
+
 /// A file of pages addressed by byte offset.
 ///
 /// All methods take `&self`: implementations are internally synchronised and may be called from
@@ -122,6 +126,13 @@ pub trait PageFile: Send + Sync + std::fmt::Debug {
     /// through [`write_atomic_at`](Self::write_atomic_at) get that guarantee; a plain
     /// [`write_at`](Self::write_at) of the same size may tear.
     fn atomic_write_unit(&self) -> Option<u32>;
+
+    /// The file system's allocation block in bytes (`statx` `stx_blksize`): the unit in which
+    /// [`punch_hole`](Self::punch_hole) frees space, so a page-compressed image is rounded up
+    /// to it. 512 when the back end does not know.
+    fn block_size(&self) -> u32 {
+        UNKNOWN_BLOCK_SIZE
+    }
 
     /// Alignment in bytes that buffers, offsets and lengths must have (O_DIRECT); 1 when any.
     fn alignment(&self) -> usize {

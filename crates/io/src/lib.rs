@@ -41,7 +41,7 @@ pub use aligned::{AlignedBuf, DIRECT_IO_ALIGN};
 pub use backend::{open_best, open_file, uring_fallback_reason, Backend};
 pub use error::{IoError, IoErrorKind, Op, Result};
 pub use faulty::{CrashMode, CrashReport, FaultPlan, FaultyFile, OpKind};
-pub use file::{PageFile, PunchOutcome};
+pub use file::{PageFile, PunchOutcome, UNKNOWN_BLOCK_SIZE};
 pub use fs::{FaultyFileSystem, FileSystem, FsCrashReport, OsFileSystem};
 pub use mem_file::{MemFile, MEM_BLOCK_BYTES};
 pub use options::OpenOptions;

@@ -155,6 +155,11 @@ impl PageFile for MemFile {
         None
     }
 
+    fn block_size(&self) -> u32 {
+        // The unit `punch_hole` and `allocated_bytes` count in.
+        MEM_BLOCK_BYTES as u32
+    }
+
     fn path(&self) -> &Path {
         &self.path
     }

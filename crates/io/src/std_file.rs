@@ -25,6 +25,8 @@ pub struct StdFile {
     align: usize,
     /// Untorn-write lengths from `statx`, `None` when the file cannot do them.
     atomic_units: Option<AtomicUnits>,
+    /// `stx_blksize`, or 512 when unknown.
+    block_size: u32,
     holes: HoleSwitch,
 }
 
@@ -63,6 +65,7 @@ impl StdFile {
                 min: info.atomic_write_unit_min.unwrap_or(max),
                 max,
             }),
+            block_size: info.block_size.unwrap_or(crate::file::UNKNOWN_BLOCK_SIZE),
             holes: HoleSwitch::default(),
         })
     }
@@ -232,6 +235,10 @@ impl PageFile for StdFile {
 
     fn atomic_write_unit(&self) -> Option<u32> {
         self.atomic_units.map(|u| u.max)
+    }
+
+    fn block_size(&self) -> u32 {
+        self.block_size
     }
 
     fn alignment(&self) -> usize {

@@ -74,6 +74,8 @@ pub(crate) struct StatxInfo {
     /// `max(stx_dio_mem_align, stx_dio_offset_align)` when the kernel answered STATX_DIOALIGN
     /// and direct I/O is supported (non-zero).
     pub dio_align: Option<u32>,
+    /// `stx_blksize`, the file system's preferred I/O and allocation block (0 = not reported).
+    pub block_size: Option<u32>,
 }
 
 /// `statx(fd, "", AT_EMPTY_PATH, STATX_WRITE_ATOMIC | STATX_DIOALIGN)`.
@@ -104,6 +106,8 @@ pub(crate) fn statx_info(fd: RawFd) -> io::Result<StatxInfo> {
         info.atomic_write_unit_max = Some(raw.stx_atomic_write_unit_max);
         info.atomic_write_unit_min = Some(raw.stx_atomic_write_unit_min);
     }
+    // stx_blksize is filled whatever the mask: it is part of every statx answer.
+    info.block_size = (raw.stx_blksize > 0).then_some(raw.stx_blksize);
     if raw.stx_mask & STATX_DIOALIGN != 0 && raw.stx_dio_mem_align > 0 {
         info.dio_align = Some(raw.stx_dio_mem_align.max(raw.stx_dio_offset_align));
     }

@@ -334,6 +334,10 @@ impl PageFile for UringFile {
         self.std.atomic_write_unit()
     }
 
+    fn block_size(&self) -> u32 {
+        self.std.block_size()
+    }
+
     fn alignment(&self) -> usize {
         self.std.alignment()
     }

@@ -62,3 +62,37 @@ fn punch_hole_through_io_uring_file() {
         Err(e) => eprintln!("!!!!! SKIPPED: io_uring refused by the kernel: {e} !!!!!"),
     }
 }
+
+/// `block_size` is the unit hole punching frees in: punching one block-aligned block out of a
+/// fully written file frees exactly that block, and punching less than a block frees nothing.
+#[test]
+fn block_size_is_the_unit_punching_frees() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = StdFile::open(dir.path().join("t.ibd"), &OpenOptions::new().create(true)).unwrap();
+    let block = u64::from(f.block_size());
+    assert!(
+        block >= 512 && block.is_power_of_two(),
+        "block size {block}"
+    );
+    let data = vec![0x5au8; 16 * block as usize];
+    f.write_at(&data, 0).unwrap();
+    f.sync_all().unwrap();
+    let before = f.allocated_bytes().unwrap();
+    if f.punch_hole(4 * block + 1, block - 1).unwrap() == PunchOutcome::Unsupported {
+        eprintln!("THIS FILE SYSTEM REFUSES HOLE PUNCHING; nothing to check");
+        return;
+    }
+    assert_eq!(
+        f.allocated_bytes().unwrap(),
+        before,
+        "a partial block stays"
+    );
+    f.punch_hole(8 * block, block).unwrap();
+    assert_eq!(f.allocated_bytes().unwrap(), before - block);
+}
+
+#[test]
+fn memory_files_report_the_block_they_count_in() {
+    let f = barracuda_io::MemFile::new("m.ibd");
+    assert_eq!(u64::from(f.block_size()), barracuda_io::MEM_BLOCK_BYTES);
+}

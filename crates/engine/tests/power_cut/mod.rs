@@ -362,6 +362,10 @@ impl PageFile for CutFile {
         self.file.atomic_write_unit()
     }
 
+    fn block_size(&self) -> u32 {
+        self.file.block_size()
+    }
+
     fn alignment(&self) -> usize {
         self.file.alignment()
     }

@@ -393,6 +393,10 @@ impl<F: PageFile> PageFile for FaultyFile<F> {
         pretended.or_else(|| self.inner.atomic_write_unit())
     }
 
+    fn block_size(&self) -> u32 {
+        self.inner.block_size()
+    }
+
     fn alignment(&self) -> usize {
         self.inner.alignment()
     }

@@ -151,6 +151,10 @@ impl PageFile for FsFile {
         self.file.atomic_write_unit()
     }
 
+    fn block_size(&self) -> u32 {
+        self.file.block_size()
+    }
+
     fn path(&self) -> &Path {
         &self.path
     }
