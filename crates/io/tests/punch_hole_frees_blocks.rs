@@ -96,3 +96,31 @@ fn memory_files_report_the_block_they_count_in() {
     let f = barracuda_io::MemFile::new("m.ibd");
     assert_eq!(u64::from(f.block_size()), barracuda_io::MEM_BLOCK_BYTES);
 }
+
+/// `FaultyFileSystem::refuse_punch_hole` makes its files behave like a file system without
+/// hole punching — files opened before and after the switch — and switching it off again
+/// punches (the engine's refusal path is tested on it).
+#[test]
+fn a_faulty_file_system_can_refuse_hole_punching() {
+    use barracuda_io::{FaultyFileSystem, FileSystem};
+    let fs = FaultyFileSystem::new();
+    fs.create_dir_all(std::path::Path::new("/d")).unwrap();
+    let opts = OpenOptions::new().create(true);
+    let before = fs.open(std::path::Path::new("/d/a"), &opts).unwrap();
+    fs.refuse_punch_hole(true);
+    let after = fs.open(std::path::Path::new("/d/b"), &opts).unwrap();
+    for f in [&before, &after] {
+        f.write_at(&[7u8; 16384], 0).unwrap();
+        assert_eq!(f.punch_hole(4096, 8192).unwrap(), PunchOutcome::Unsupported);
+        let mut back = vec![0u8; 16384];
+        f.read_at(&mut back, 0).unwrap();
+        assert!(
+            back.iter().all(|&b| b == 7),
+            "a refused punch changes nothing"
+        );
+        assert_eq!(f.allocated_bytes().unwrap(), 16384);
+    }
+    fs.refuse_punch_hole(false);
+    assert_eq!(after.punch_hole(4096, 8192).unwrap(), PunchOutcome::Punched);
+    assert_eq!(after.allocated_bytes().unwrap(), 8192);
+}

@@ -37,6 +37,8 @@ pub(super) struct Namespace {
     crash_mode: CrashMode,
     /// The pretended untorn-write unit of every file (see `pretend_atomic_writes`).
     atomic_write_unit: Option<u32>,
+    /// Whether every file refuses hole punching (see `refuse_punch_hole`).
+    refuse_punch_hole: bool,
 }
 
 /// State shared by the file system and its open handles.
@@ -190,6 +192,17 @@ impl FaultyFileSystem {
         }
     }
 
+    /// Makes every file present and future refuse hole punching as a file system without it
+    /// does (EOPNOTSUPP: [`PunchOutcome::Unsupported`](crate::PunchOutcome::Unsupported),
+    /// logged once per file, data untouched). `false` (the default) punches.
+    pub fn refuse_punch_hole(&self, yes: bool) {
+        let mut ns = self.shared.namespace.write();
+        ns.refuse_punch_hole = yes;
+        for file in ns.live.values().chain(ns.durable.values()) {
+            file.refuse_punch_hole(yes);
+        }
+    }
+
     /// Simulates power loss (see the type's documentation) and returns what was lost.
     /// Afterwards the file system holds exactly the durable state, and only handles opened
     /// from now on work.
@@ -265,6 +278,7 @@ impl FileSystem for FaultyFileSystem {
                 let file = Arc::new(FaultyFile::new(MemFile::new(&path.display().to_string()))?);
                 file.set_crash_mode(ns.crash_mode);
                 file.pretend_atomic_writes(ns.atomic_write_unit);
+                file.refuse_punch_hole(ns.refuse_punch_hole);
                 ns.live.insert(path.to_owned(), file.clone());
                 file
             }
