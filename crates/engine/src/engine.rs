@@ -16,6 +16,7 @@ use barracuda_page::{CatalogEntry, PageSize};
 
 use crate::alloc::SpaceAllocator;
 use crate::catalog::Catalog;
+use crate::compression::{CompressionCounters, PageEncoder};
 use crate::error::{Error, Result};
 use crate::layout::{is_valid_table_name, table_path, SYSTEM_FILE, TABLES_DIR, TABLE_NAME_RULE};
 use crate::open::{lock_dir, open_log, space_paths};
@@ -134,6 +135,11 @@ impl Engine {
             )));
         }
         let paths = space_paths(&dir, &catalog)?;
+        let encoder = Arc::new(PageEncoder::new(
+            page_size,
+            options.resolved_flush_threads(),
+            Arc::new(CompressionCounters::default()),
+        )?);
         // Before any redo is applied: torn pages are restored from the doublewrite file first.
         let page_writes = Arc::new(PageWrites::open(
             fs.clone(),
@@ -142,7 +148,15 @@ impl Engine {
             options.doublewrite,
             &paths,
         )?);
-        let (log, recovery) = open_log(&*fs, &dir, &catalog, &paths, &options, &page_writes)?;
+        let (log, recovery) = open_log(
+            &*fs,
+            &dir,
+            &catalog,
+            &paths,
+            &options,
+            &page_writes,
+            &encoder,
+        )?;
         let points = barracuda_redo::flushing::FlushPoints::for_log(
             log.capacity(),
             page_size.bytes() as u64,
@@ -155,6 +169,7 @@ impl Engine {
             log.clone(),
             catalog.clone(),
             page_writes.clone(),
+            encoder,
         ));
         let config = PoolConfig::new(page_size)
             .capture_before_images(true)
@@ -196,7 +211,13 @@ impl Engine {
                 file: system_path.clone(),
                 what: format!("table name {:?} is not {TABLE_NAME_RULE}", entry.name),
             })?;
-            let space = Arc::new(Tablespace::open(&*fs, &path, entry.space_id, page_size)?);
+            let space = Arc::new(Tablespace::open(
+                &*fs,
+                &path,
+                entry.space_id,
+                page_size,
+                options_of.page_compression,
+            )?);
             if entry.root_page_no == 0 || entry.root_page_no >= space.size_pages() {
                 return Err(Error::Corrupt {
                     file: system_path,
@@ -288,6 +309,7 @@ impl Engine {
             space_id,
             self.inner.page_size,
             Some(index_id),
+            options.page_compression,
         )?);
         let (row_format, key_block_size, page_compression, compression_level) = options.encode();
         catalog.entries.insert(
@@ -472,6 +494,11 @@ impl Engine {
                     name: t.name.clone(),
                     space_id: t.tree.space(),
                     size_pages,
+                    logical_bytes: space.as_ref().map_or(0, |s| s.logical_bytes()),
+                    file_bytes: space
+                        .as_ref()
+                        .and_then(|s| s.file().len().ok())
+                        .unwrap_or(0),
                     allocated_bytes,
                     options: t.options,
                 }
@@ -503,6 +530,13 @@ impl Engine {
             flushing: self.inner.flushing.status(),
             recovery: self.inner.recovery,
             doublewrite: self.inner.spaces.page_writes().status(),
+            page_compression: {
+                let (trims, failures) = self.inner.spaces.page_writes().hole_counts();
+                let encoder = self.inner.spaces.encoder();
+                encoder
+                    .counters()
+                    .status(trims, failures, encoder.threads())
+            },
             oldest_modification_lsn: self.inner.pool.oldest_modification(),
             rows_read: c.rows_read.load(Ordering::Relaxed),
             rows_written: c.rows_written.load(Ordering::Relaxed),

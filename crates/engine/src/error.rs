@@ -320,7 +320,11 @@ impl Error {
     }
 
     /// Page `page` of `file` failed verification for `source`.
-    pub(crate) fn page(file: &Path, page: PageId, source: PageError) -> Self {
+    pub(crate) fn page(
+        file: &Path,
+        page: PageId,
+        source: impl StdError + Send + Sync + 'static,
+    ) -> Self {
         Self::Page {
             file: file.to_owned(),
             space_id: page.space_id,

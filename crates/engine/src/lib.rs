@@ -31,6 +31,7 @@
 mod alloc;
 mod api_assertions;
 mod catalog;
+mod compression;
 mod engine;
 mod error;
 pub mod fs;
@@ -59,6 +60,7 @@ pub use barracuda_io::Backend as IoBackend;
 pub use barracuda_page::PageSize;
 pub use barracuda_redo::flushing::FlushSettings;
 pub use barracuda_redo::log_path as redo_log_path;
+pub use compression::PageCompressionStatus;
 pub use engine::Engine;
 pub use error::{Error, IoErrorKind, Result};
 pub use options::{Durability, EngineOptions, PageCompression, RowFormat, TableOptions};

@@ -9,9 +9,10 @@ use barracuda_page::SpaceId;
 use barracuda_redo::{log_path, RedoLog, RedoOptions, DEFAULT_START_LSN};
 
 use crate::catalog::Catalog;
+use crate::compression::PageEncoder;
 use crate::error::{Error, Result};
 use crate::layout::{table_path, LOCK_FILE, SYSTEM_FILE, TABLE_NAME_RULE};
-use crate::options::EngineOptions;
+use crate::options::{EngineOptions, PageCompression, TableOptions};
 use crate::recovery::{recover, RecoveryReport, Tables};
 use crate::torn_writes::PageWrites;
 
@@ -25,6 +26,7 @@ pub(crate) fn open_log(
     paths: &HashMap<SpaceId, PathBuf>,
     options: &EngineOptions,
     page_writes: &PageWrites,
+    encoder: &PageEncoder,
 ) -> Result<(RedoLog, Option<RecoveryReport>)> {
     let page_size = catalog.page_size();
     let durability = options.durability.of_log();
@@ -32,9 +34,12 @@ pub(crate) fn open_log(
         // Recovery's batches are bounded like InnoDB's (a share of the buffer pool).
         let memory_bytes = options.buffer_pool_bytes.max(4 << 20);
         let progress = options.recovery_progress.as_deref();
+        let compression = space_compression(catalog)?;
         let tables = Tables {
             spaces: paths,
+            compression: &compression,
             page_writes,
+            encoder,
         };
         let (log, report) = recover(
             fs,
@@ -93,6 +98,26 @@ pub(crate) fn space_paths(dir: &Path, catalog: &Catalog) -> Result<HashMap<Space
         paths.insert(entry.space_id, path);
     }
     Ok(paths)
+}
+
+/// The page compression of every table that has one, by space id.
+fn space_compression(catalog: &Catalog) -> Result<HashMap<SpaceId, PageCompression>> {
+    let mut compression = HashMap::new();
+    for entry in catalog.entries.values() {
+        let options = TableOptions::decode(
+            &entry.name,
+            (
+                entry.row_format,
+                entry.key_block_size,
+                entry.page_compression,
+                entry.compression_level,
+            ),
+        )?;
+        if let Some(c) = options.get_page_compression() {
+            compression.insert(entry.space_id, c);
+        }
+    }
+    Ok(compression)
 }
 
 pub(crate) fn lock_dir(dir: &Path) -> Result<File> {

@@ -59,6 +59,7 @@ pub struct EngineOptions {
     pub(crate) doublewrite: DoublewriteMode,
     pub(crate) redo_log_capacity: Option<u64>,
     pub(crate) flush_settings: FlushSettings,
+    pub(crate) flush_threads: Option<usize>,
     pub(crate) create_if_missing: bool,
     pub(crate) io_backend: barracuda_io::Backend,
     pub(crate) file_system: Option<Arc<dyn FileSystem>>,
@@ -80,6 +81,7 @@ impl Default for EngineOptions {
             doublewrite: DoublewriteMode::Auto,
             redo_log_capacity: None,
             flush_settings: FlushSettings::default(),
+            flush_threads: None,
             create_if_missing: true,
             io_backend: barracuda_io::Backend::Std,
             file_system: None,
@@ -192,6 +194,22 @@ impl EngineOptions {
         self
     }
 
+    /// Threads that compress a flush batch of page-compressed pages (MariaDB 10.1:
+    /// `innodb_mtflush_threads`). Default = the number of cores; 1 compresses on the flushing
+    /// thread itself. Tables without page compression are not affected.
+    #[must_use]
+    pub fn flush_threads(mut self, threads: usize) -> Self {
+        self.flush_threads = Some(threads);
+        self
+    }
+
+    /// The flush threads to start: as set, else one per core.
+    pub(crate) fn resolved_flush_threads(&self) -> usize {
+        self.flush_threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+            .max(1)
+    }
+
     /// The redo log capacity to create a new database with.
     pub(crate) fn resolved_redo_capacity(&self) -> u64 {
         let bytes = self
@@ -265,7 +283,8 @@ pub enum RowFormat {
 }
 
 /// Compression of whole pages just before they are written, with hole punching
-/// (MariaDB: `PAGE_COMPRESSED`). Not available yet: refused with [`Error::Unsupported`].
+/// (MariaDB: `PAGE_COMPRESSED`): each page is compressed just before it is written and only
+/// the file-system blocks it needs are kept (the rest of its slot is punched out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PageCompression {
@@ -317,10 +336,12 @@ impl TableOptions {
                 "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE={key_block_size} is not available yet"
             )));
         }
-        if let Some(compression) = self.page_compression {
-            return Err(Error::Unsupported(format!(
-                "page compression {compression:?} is not available yet"
-            )));
+        if let Some(PageCompression::Zlib { level }) = self.page_compression {
+            if !(1..=9).contains(&level) {
+                return Err(Error::InvalidOption(format!(
+                    "page compression zlib level {level} is outside 1..=9"
+                )));
+            }
         }
         Ok(())
     }
@@ -390,18 +411,28 @@ mod tests {
     }
 
     #[test]
-    fn compressed_formats_are_refused_until_implemented() {
+    fn row_compression_is_refused_until_implemented_and_page_compression_levels_are_checked() {
         let compressed =
             TableOptions::default().row_format(RowFormat::Compressed { key_block_size: 4 });
         assert!(matches!(
             compressed.check_supported(),
             Err(Error::Unsupported(_))
         ));
-        let punched = TableOptions::default().page_compression(Some(PageCompression::Lz4));
-        assert!(matches!(
-            punched.check_supported(),
-            Err(Error::Unsupported(_))
-        ));
+        let lz4 = TableOptions::default().page_compression(Some(PageCompression::Lz4));
+        assert!(lz4.check_supported().is_ok());
+        for level in [1, 6, 9] {
+            let zlib =
+                TableOptions::default().page_compression(Some(PageCompression::Zlib { level }));
+            assert!(zlib.check_supported().is_ok(), "level {level}");
+        }
+        for level in [0, 10] {
+            let zlib =
+                TableOptions::default().page_compression(Some(PageCompression::Zlib { level }));
+            assert!(
+                matches!(zlib.check_supported(), Err(Error::InvalidOption(_))),
+                "level {level}"
+            );
+        }
         assert!(TableOptions::default().check_supported().is_ok());
     }
 }

@@ -5,6 +5,7 @@ use std::fmt;
 use barracuda_buffer_pool::PoolStats;
 use barracuda_page::PageSize;
 
+use crate::compression::PageCompressionStatus;
 use crate::options::TableOptions;
 use crate::page_cleaner::FlushStatus;
 use crate::recovery::RecoveryReport;
@@ -32,6 +33,9 @@ pub struct EngineStatus {
     /// Torn-write protection: the mode in effect and why, doublewrite and untorn-write
     /// counters, torn pages repaired at open.
     pub doublewrite: DoublewriteStatus,
+    /// Page compression: pages compressed, bytes saved, holes punched, pages decompressed,
+    /// compression errors (MariaDB's counters), and the flush threads compressing.
+    pub page_compression: PageCompressionStatus,
     /// The oldest modification LSN among dirty pages (what a checkpoint would reach), if any.
     pub oldest_modification_lsn: Option<u64>,
     /// Rows returned by point reads (InnoDB: `Innodb_rows_read`, point reads only).
@@ -87,7 +91,11 @@ pub struct TableStatus {
     pub space_id: u32,
     /// The tablespace's size in pages (file high-water mark).
     pub size_pages: u32,
-    /// Bytes the file occupies on disk (`st_blocks`), which hole punching lowers.
+    /// Its size in pages × the page size: what its pages would take uncompressed.
+    pub logical_bytes: u64,
+    /// The file's length (holes included).
+    pub file_bytes: u64,
+    /// Bytes the file occupies on disk (`st_blocks` × 512), which hole punching lowers.
     pub allocated_bytes: u64,
     /// Its options.
     pub options: TableOptions,
@@ -152,6 +160,27 @@ impl fmt::Display for EngineStatus {
             )?;
         }
         write!(f, "{}", self.doublewrite)?;
+        let c = &self.page_compression;
+        writeln!(
+            f,
+            "----------------
+PAGE COMPRESSION
+----------------"
+        )?;
+        writeln!(
+            f,
+            "{} pages compressed ({} bytes saved), {} written plain (no block saved), {} \
+             compression errors; {} holes punched, {} punches refused or failed; {} pages \
+             decompressed; {} flush threads",
+            c.num_pages_page_compressed,
+            c.page_compression_saved,
+            c.num_pages_written_plain,
+            c.num_pages_page_compression_error,
+            c.num_page_compressed_trim_op,
+            c.num_punch_hole_failures,
+            c.num_pages_page_decompressed,
+            c.flush_threads
+        )?;
         // The pool's Display carries its own section heading.
         write!(f, "{}", self.pool)?;
         writeln!(f, "--------------\nROW OPERATIONS\n--------------")?;
@@ -165,12 +194,19 @@ impl fmt::Display for EngineStatus {
         }
         writeln!(f, "------\nTABLES\n------")?;
         for t in &self.tables {
+            let compression = match t.options.get_page_compression() {
+                Some(c) => format!("PAGE_COMPRESSED {c:?}"),
+                None => "no page compression".to_owned(),
+            };
             writeln!(
                 f,
-                "{:<24} space {:>5}  {:>10} pages  {:>12} bytes on disk  {:?}",
+                "{:<24} space {:>5}  {:>10} pages  {:>12} logical bytes  {:>12} file bytes  \
+                 {:>12} bytes on disk  {:?}, {compression}",
                 t.name,
                 t.space_id,
                 t.size_pages,
+                t.logical_bytes,
+                t.file_bytes,
                 t.allocated_bytes,
                 t.options.get_row_format()
             )?;

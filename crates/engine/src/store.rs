@@ -6,10 +6,10 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use barracuda_buffer_pool::{PageStore, StoreError};
-use barracuda_io::AlignedBuf;
-use barracuda_page::{seal_page, Lsn, PageId, SpaceId};
+use barracuda_page::{Lsn, PageId, SpaceId};
 
 use crate::catalog::Catalog;
+use crate::compression::{PageEncoder, SpaceCompression};
 use crate::error::Result;
 use crate::redo_sink::RedoSink;
 use crate::tablespace::Tablespace;
@@ -23,6 +23,8 @@ pub(crate) struct SpaceRegistry {
     catalog: Arc<Mutex<Catalog>>,
     /// Torn-write protection: every page write goes through it.
     page_writes: Arc<PageWrites>,
+    /// Makes the images written (sealed; compressed for page-compressed tables).
+    encoder: Arc<PageEncoder>,
     /// Whether the catalog already records that pages were written after the last checkpoint
     /// (see [`FLAG_PAGES_AFTER_CHECKPOINT`](crate::catalog::FLAG_PAGES_AFTER_CHECKPOINT)). Page
     /// writes hold it shared for their whole duration, so a checkpoint that clears it (holding
@@ -35,6 +37,7 @@ impl SpaceRegistry {
         log: Arc<RedoSink>,
         catalog: Arc<Mutex<Catalog>>,
         page_writes: Arc<PageWrites>,
+        encoder: Arc<PageEncoder>,
     ) -> Self {
         let recorded = catalog.lock().pages_after_checkpoint();
         Self {
@@ -42,6 +45,7 @@ impl SpaceRegistry {
             log,
             catalog,
             page_writes,
+            encoder,
             written_after_checkpoint: RwLock::new(recorded),
         }
     }
@@ -78,6 +82,11 @@ impl SpaceRegistry {
         &self.page_writes
     }
 
+    /// What makes the images written, and counts compression.
+    pub(crate) fn encoder(&self) -> &PageEncoder {
+        &self.encoder
+    }
+
     pub(crate) fn insert(&self, space: Arc<Tablespace>) {
         self.spaces.write().insert(space.space_id(), space);
     }
@@ -108,7 +117,7 @@ impl PageStore for SpaceRegistry {
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> std::result::Result<(), StoreError> {
         let space = self.space(id)?;
         space
-            .read_page(id.page_no, buf)
+            .read_page(id.page_no, buf, Some(self.encoder.counters()))
             .map_err(|e| StoreError::new(id, e))
     }
 
@@ -132,7 +141,16 @@ impl PageStore for SpaceRegistry {
         let _recorded = self
             .before_page_write()
             .map_err(|e| StoreError::new(first, e))?;
-        let batch = SealedBatch::seal(pages);
+        // Each tablespace of the batch looked up once, not once per page.
+        let mut compression: HashMap<SpaceId, Option<SpaceCompression>> = HashMap::new();
+        for (id, _) in pages {
+            compression
+                .entry(id.space_id)
+                .or_insert_with(|| self.get(id.space_id).and_then(|s| s.compression()));
+        }
+        let batch = self
+            .encoder
+            .encode(pages, &|space| compression.get(&space).copied().flatten());
         let images: Vec<(PageId, &[u8])> = batch.images().collect();
         let resolve = |space: SpaceId| Ok(self.get(space).map(|s| s.file().clone()));
         self.page_writes
@@ -142,42 +160,5 @@ impl PageStore for SpaceRegistry {
 
     fn space_size_pages(&self, space: SpaceId) -> Option<u32> {
         self.get(space).map(|s| s.size_pages())
-    }
-}
-
-/// A batch of page images exactly as they will reach the disk: sealed copies (checksum and
-/// trailer) of the frames' bytes, in one aligned buffer.
-///
-/// Sealing happens here, where the batch is assembled, and not in the tablespace, because
-/// whatever protects the write against tearing (a doublewrite copy) must hold the very bytes
-/// that go in place.
-struct SealedBatch {
-    ids: Vec<PageId>,
-    page_bytes: usize,
-    bytes: AlignedBuf,
-}
-
-impl SealedBatch {
-    /// Copies and seals `pages` (every image is one page of the same size).
-    fn seal(pages: &[(PageId, &[u8])]) -> Self {
-        let page_bytes = pages.first().map_or(0, |(_, image)| image.len());
-        let mut bytes = AlignedBuf::zeroed(page_bytes * pages.len());
-        for ((_, image), slot) in pages.iter().zip(bytes.chunks_exact_mut(page_bytes.max(1))) {
-            slot.copy_from_slice(image);
-            seal_page(slot);
-        }
-        Self {
-            ids: pages.iter().map(|(id, _)| *id).collect(),
-            page_bytes,
-            bytes,
-        }
-    }
-
-    /// The sealed images with their page ids, in the order given to [`seal`](Self::seal).
-    fn images(&self) -> impl Iterator<Item = (PageId, &[u8])> {
-        self.ids
-            .iter()
-            .copied()
-            .zip(self.bytes.chunks_exact(self.page_bytes.max(1)))
     }
 }

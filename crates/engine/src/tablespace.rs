@@ -1,4 +1,5 @@
-//! One tablespace file: page I/O with sealing on the way out and verification on the way in.
+//! One tablespace file: its pages' reads (decompressed and verified on the way in) and its
+//! growth. Writes go through the store's encoder and the torn-write protection.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -10,7 +11,9 @@ use barracuda_page::{
     SpaceHeader, SpaceId,
 };
 
+use crate::compression::{decode_stored_page, CompressionCounters, SpaceCompression};
 use crate::error::{Error, Result};
+use crate::options::PageCompression;
 
 /// A tablespace file of fixed-size pages. Page `n` lives at byte `n * page_size`.
 pub(crate) struct Tablespace {
@@ -20,6 +23,8 @@ pub(crate) struct Tablespace {
     page_size: PageSize,
     /// The high-water mark of page 0, cached for read-ahead and `status`.
     size_pages: AtomicU32,
+    /// How its pages are compressed when written, `None` for a table without page compression.
+    compression: Option<SpaceCompression>,
 }
 
 impl std::fmt::Debug for Tablespace {
@@ -29,6 +34,7 @@ impl std::fmt::Debug for Tablespace {
             .field("path", &self.path)
             .field("page_size", &self.page_size)
             .field("size_pages", &self.size_pages)
+            .field("compression", &self.compression)
             .finish_non_exhaustive()
     }
 }
@@ -44,6 +50,7 @@ impl Tablespace {
         space_id: SpaceId,
         page_size: PageSize,
         root_index: Option<u64>,
+        compression: Option<PageCompression>,
     ) -> Result<Self> {
         let file = fs.open(path, &OpenOptions::new().create(true).truncate(true))?;
         let result = Self::format(fs, path, &file, space_id, page_size, root_index);
@@ -56,6 +63,7 @@ impl Tablespace {
         Ok(Self {
             space_id,
             path: path.to_owned(),
+            compression: compression.map(|c| space_compression(c, &*file)),
             file,
             page_size,
             size_pages: AtomicU32::new(page_size.pages_per_extent()),
@@ -115,11 +123,14 @@ impl Tablespace {
         path: &Path,
         space_id: SpaceId,
         page_size: PageSize,
+        compression: Option<PageCompression>,
     ) -> Result<Self> {
         let file = fs.open(path, &OpenOptions::new())?;
         let mut page0 = vec![0u8; page_size.bytes()];
         let id = PageId::new(space_id, 0);
         file.read_at(&mut page0, 0)?;
+        decode_stored_page(&mut page0, id, page_size, None)
+            .map_err(|e| Error::page(path, id, e))?;
         verify_page(&page0, id, page_size).map_err(|e| page_error(path, id, e))?;
         let header = SpaceHeader::read(&page0, page_size).map_err(|e| page_error(path, id, e))?;
         // The allocator trusts size_in_pages: pages below it must be readable. A file longer
@@ -137,6 +148,7 @@ impl Tablespace {
         Ok(Self {
             space_id,
             path: path.to_owned(),
+            compression: compression.map(|c| space_compression(c, &*file)),
             file,
             page_size,
             size_pages: AtomicU32::new(header.size_in_pages),
@@ -155,6 +167,17 @@ impl Tablespace {
         &self.file
     }
 
+    /// How its pages are compressed when written (`None`: they are written plain).
+    pub(crate) fn compression(&self) -> Option<SpaceCompression> {
+        self.compression
+    }
+
+    /// The bytes its pages take as pages (its size in pages × the page size): what the file
+    /// would hold without compression.
+    pub(crate) fn logical_bytes(&self) -> u64 {
+        u64::from(self.size_pages()) * self.page_size.bytes() as u64
+    }
+
     pub(crate) fn size_pages(&self) -> u32 {
         self.size_pages.load(Ordering::Acquire)
     }
@@ -171,11 +194,19 @@ impl Tablespace {
         Ok(())
     }
 
-    /// Reads page `page_no` and verifies it: checksum, LSN, identity, and for index pages the
-    /// whole record structure, so that pages in the pool can be trusted.
-    pub(crate) fn read_page(&self, page_no: PageNo, buf: &mut [u8]) -> Result<()> {
+    /// Reads page `page_no`, decompresses it if it was stored compressed (after checking the
+    /// stored bytes' checksum), and verifies it: checksum, LSN, identity, and for index pages
+    /// the whole record structure, so that pages in the pool can be trusted.
+    pub(crate) fn read_page(
+        &self,
+        page_no: PageNo,
+        buf: &mut [u8],
+        counters: Option<&CompressionCounters>,
+    ) -> Result<()> {
         let id = PageId::new(self.space_id, page_no);
         self.file.read_at(buf, self.offset(page_no))?;
+        decode_stored_page(buf, id, self.page_size, counters)
+            .map_err(|e| Error::page(&self.path, id, e))?;
         verify_page(buf, id, self.page_size).map_err(|e| page_error(&self.path, id, e))?;
         let header = FileHeader::read(buf).map_err(|e| page_error(&self.path, id, e))?;
         if header.page_type == PageType::Index {
@@ -192,6 +223,14 @@ impl Tablespace {
 
     fn offset(&self, page_no: PageNo) -> u64 {
         u64::from(page_no) * self.page_size.bytes() as u64
+    }
+}
+
+/// A table's compression on `file`: its images are rounded up to the file system's block.
+fn space_compression(compression: PageCompression, file: &dyn PageFile) -> SpaceCompression {
+    SpaceCompression {
+        algorithm: compression.algorithm(),
+        block_size: file.block_size(),
     }
 }
 

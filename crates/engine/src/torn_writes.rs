@@ -37,6 +37,7 @@ use barracuda_page::{
 };
 use parking_lot::Mutex;
 
+use crate::compression::HolePuncher;
 use crate::error::{Error, Result};
 
 /// Where a page goes: the data file of its tablespace, or `None` for a tablespace that no
@@ -70,6 +71,8 @@ pub(crate) struct PageWrites {
     atomic_writes: AtomicU64,
     pages_in_place: AtomicU64,
     bytes_in_place: AtomicU64,
+    /// Frees the rest of the slot behind a compressed image.
+    holes: HolePuncher,
 }
 
 /// A data file's handle for untorn writes.
@@ -185,6 +188,7 @@ impl PageWrites {
             atomic_writes: AtomicU64::new(0),
             pages_in_place: AtomicU64::new(0),
             bytes_in_place: AtomicU64::new(0),
+            holes: HolePuncher::default(),
         })
     }
 
@@ -275,9 +279,18 @@ impl PageWrites {
                 refused.push((file, id, image));
                 continue;
             };
-            // Untorn writes take one aligned buffer (O_DIRECT); recovery's pages are not.
+            // Untorn writes take one aligned buffer (O_DIRECT) of a power-of-two length
+            // (RWF_ATOMIC): a compressed image of another length is padded with zeros to the
+            // whole page, written untorn, and the padding punched out afterwards.
             let aligned;
-            let bytes = if (image.as_ptr() as usize).is_multiple_of(DIRECT_IO_ALIGN) {
+            let bytes = if !image.len().is_power_of_two() {
+                let mut padded = AlignedBuf::zeroed(self.page_size.bytes());
+                if let Some(start) = padded.get_mut(..image.len()) {
+                    start.copy_from_slice(image);
+                }
+                aligned = padded;
+                &aligned[..]
+            } else if (image.as_ptr() as usize).is_multiple_of(DIRECT_IO_ALIGN) {
                 image
             } else {
                 aligned = AlignedBuf::from_slice(image);
@@ -287,6 +300,12 @@ impl PageWrites {
                 Ok(()) => {
                     self.atomic_writes.fetch_add(1, Ordering::Relaxed);
                     self.count_in_place(image.len());
+                    self.holes.after_write(
+                        &*file,
+                        self.offset(id),
+                        image.len(),
+                        self.page_size.bytes(),
+                    );
                 }
                 Err(e) if e.is_unsupported() => {
                     tracing::warn!(
@@ -425,12 +444,19 @@ impl PageWrites {
                 .map(|(_, id, image)| (self.offset(*id), *image))
                 .collect();
             file.write_vectored_at(&writes)?;
-            for (_, image) in &writes {
+            for &(offset, image) in &writes {
                 self.count_in_place(image.len());
+                self.holes
+                    .after_write(&**file, offset, image.len(), self.page_size.bytes());
             }
             rest = next;
         }
         Ok(())
+    }
+
+    /// Holes punched behind compressed images, and punches refused or failed.
+    pub(crate) fn hole_counts(&self) -> (u64, u64) {
+        self.holes.counts()
     }
 
     fn count_in_place(&self, bytes: usize) {
@@ -578,9 +604,16 @@ fn repair_torn_pages(
     Ok(repaired)
 }
 
-/// The tablespace's own read check (`Tablespace::read_page`): checksum, LSN, identity, and
+/// The tablespace's own read check (`Tablespace::read_page`): a compressed image's envelope
+/// and the page inside it, or the page's checksum, LSN, identity, and
 /// for index pages the record structure.
 pub(crate) fn page_is_intact(bytes: &[u8], id: PageId, page_size: PageSize) -> bool {
+    // A compressed image's checksum covers every stored byte, so a torn one fails here.
+    if barracuda_page_compression::is_page_compressed(bytes) {
+        let mut page = bytes.to_vec();
+        return crate::compression::decode_stored_page(&mut page, id, page_size, None).is_ok()
+            && page_is_intact(&page, id, page_size);
+    }
     if verify_page(bytes, id, page_size).is_err() {
         return false;
     }

@@ -46,7 +46,8 @@ use std::sync::Arc;
 
 use barracuda::fs::{CrashMode, FaultyFileSystem, FileSystem, Op, OpenOptions};
 use barracuda::{
-    redo_log_path, Durability, Engine, EngineOptions, PageSize, RecoveryReport, Table, TableOptions,
+    redo_log_path, Durability, Engine, EngineOptions, PageCompression, PageSize, RecoveryReport,
+    Table, TableOptions,
 };
 use barracuda_testkit::crash::SplitMix64;
 use common::chain;
@@ -78,11 +79,24 @@ fn new_fs(seed: u64) -> FaultyFileSystem {
     fs
 }
 
+/// Table `i`'s options: the first plain, the others page-compressed (zlib, then LZ4), so that
+/// compressed images — shorter than a page, their slots' rest punched out — are written,
+/// torn and recovered beside plain pages.
+fn table_options(i: usize) -> TableOptions {
+    let compression = match i {
+        0 => None,
+        1 => Some(PageCompression::Zlib { level: 1 }),
+        _ => Some(PageCompression::Lz4),
+    };
+    TableOptions::default().page_compression(compression)
+}
+
 /// Creates the tables.
 fn create_tables(db: &Engine) -> Vec<Table> {
     TABLES
         .iter()
-        .map(|name| db.create_table(name, TableOptions::default()).unwrap())
+        .enumerate()
+        .map(|(i, name)| db.create_table(name, table_options(i)).unwrap())
         .collect()
 }
 

@@ -39,7 +39,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use barracuda::{Durability, Engine, EngineOptions, Error, PageSize, Table, TableOptions};
+use barracuda::{
+    Durability, Engine, EngineOptions, Error, PageCompression, PageSize, Table, TableOptions,
+};
 use barracuda_testkit::crash::{
     self, ChildContext, ChildEnd, KillHarness, KillPlan, Round, SplitMix64, KILLS_ENV,
     REPLAY_SEED_ENV,
@@ -49,6 +51,18 @@ use common::chain;
 /// The child test's name within this binary, for `--exact`.
 const CHILD_TEST: &str = "crash_child_process";
 const TABLES: [&str; 3] = ["crash_a", "crash_b", "crash_c"];
+
+/// Table `i`'s options: the first plain, the others page-compressed (zlib, then LZ4), so that
+/// compressed images — shorter than a page, their slots' rest punched out — are written,
+/// torn and recovered beside plain pages.
+fn table_options(i: usize) -> TableOptions {
+    let compression = match i {
+        0 => None,
+        1 => Some(PageCompression::Zlib { level: 1 }),
+        _ => Some(PageCompression::Lz4),
+    };
+    TableOptions::default().page_compression(compression)
+}
 /// The table holding the meta rows.
 const META: usize = 0;
 /// Keys per table: bounded, so that deletes and overwrites hit existing rows; large enough that
@@ -249,10 +263,11 @@ fn crash_child_process() {
     // Created on the first run; a kill between two creations leaves the rest to the next child.
     let tables: Vec<Table> = TABLES
         .iter()
-        .map(|name| match db.table(name) {
+        .enumerate()
+        .map(|(i, name)| match db.table(name) {
             Ok(table) => table,
             Err(Error::NoSuchTable(_)) => db
-                .create_table(name, TableOptions::default())
+                .create_table(name, table_options(i))
                 .unwrap_or_else(|e| panic!("child: creating table {name}: {}", chain(&e))),
             Err(e) => panic!("child: opening table {name}: {}", chain(&e)),
         })

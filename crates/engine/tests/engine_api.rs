@@ -78,7 +78,7 @@ fn ddl_create_list_drop_and_stale_handles() {
 }
 
 #[test]
-fn compression_options_are_refused_until_they_exist() {
+fn row_compression_is_refused_until_it_exists_and_page_compression_is_checked() {
     let dir = tempfile::tempdir().unwrap();
     let db = small(dir.path());
     let row = TableOptions::default().row_format(RowFormat::Compressed { key_block_size: 8 });
@@ -86,12 +86,19 @@ fn compression_options_are_refused_until_they_exist() {
         db.create_table("c", row),
         Err(Error::Unsupported(_))
     ));
-    let page = TableOptions::default().page_compression(Some(PageCompression::Lz4));
+    let bad_level =
+        TableOptions::default().page_compression(Some(PageCompression::Zlib { level: 12 }));
     assert!(matches!(
-        db.create_table("p", page),
-        Err(Error::Unsupported(_))
+        db.create_table("z", bad_level),
+        Err(Error::InvalidOption(_))
     ));
     assert!(db.list_tables().is_empty());
+    let page = TableOptions::default().page_compression(Some(PageCompression::Lz4));
+    let t = db.create_table("p", page).unwrap();
+    assert_eq!(
+        t.options().get_page_compression(),
+        Some(PageCompression::Lz4)
+    );
 }
 
 #[test]

@@ -129,9 +129,14 @@ fn lab_all_quick_writes_tables_json_and_svgs() {
         .is_some_and(|t| !t.is_empty()));
     let variants = field(&ps, "results.variants").as_array().unwrap();
     assert_eq!(variants.len(), 4);
-    assert!(variants
+    // ROW_FORMAT=COMPRESSED is not built yet; page compression is.
+    let status = |v: &Value| v.get("status").and_then(Value::as_str).map(str::to_owned);
+    assert!(variants[..2]
         .iter()
-        .all(|v| v.get("status").and_then(Value::as_str) == Some("not available yet")));
+        .all(|v| status(v).as_deref() == Some("not available yet")));
+    assert!(variants[2..]
+        .iter()
+        .all(|v| status(v).as_deref() != Some("not available yet")));
 
     let fl = read_json(&out_dir.join("free-list-stalls.json"));
     for policy in ["legacy", "backoff", "eager"] {

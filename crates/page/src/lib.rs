@@ -40,6 +40,7 @@ mod ids;
 pub mod index;
 pub mod overflow;
 pub mod space;
+mod unused;
 
 pub use catalog::{CatalogEntry, CatalogPage};
 pub use error::PageError;
@@ -54,3 +55,4 @@ pub use index::{
 };
 pub use overflow::{payload_capacity, OverflowPage};
 pub use space::{bit_index, bitmap_page_for, pages_per_bitmap, AllocationBitmap, SpaceHeader};
+pub use unused::zero_unused_space;

@@ -59,6 +59,7 @@
 //! Strategies keep to 4 KiB and 16 KiB pages most of the time ([`strategy::page_size`]) so that
 //! 256 cases per law stay fast in debug builds.
 
+pub mod compression_laws;
 pub mod corpus;
 pub mod crash;
 pub mod fuzz_targets;

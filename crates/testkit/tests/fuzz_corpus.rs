@@ -14,11 +14,12 @@ use std::path::{Path, PathBuf};
 /// crates/engine/tests/fuzz_open_corpus.rs), the redo targets the redo crate
 /// (`barracuda_redo::fuzzing`, crates/redo/tests/fuzz_redo_corpus.rs), `doublewrite_file` the
 /// doublewrite crate (`barracuda_doublewrite::fuzzing`, crates/doublewrite/tests/fuzz_corpus.rs).
-const REPLAYED_ELSEWHERE: [&str; 4] = [
+const REPLAYED_ELSEWHERE: [&str; 5] = [
     "open_path",
     "redo_records",
     "redo_log_scan",
     "doublewrite_file",
+    "page_compressed_decode",
 ];
 
 fn corpus_dir() -> PathBuf {

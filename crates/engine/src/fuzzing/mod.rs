@@ -15,7 +15,7 @@
 //!
 //! **Even: mutate a valid database.** Byte 0 / 2 selects one of a few databases built by the
 //! engine (4, 8 and 16 KiB pages; a three-level tree, off-page values, deleted rows, an empty
-//! table, a dropped table). The rest is a list of mutations, each
+//! table, a dropped table, page-compressed tables whose pages are envelopes with holes behind). The rest is a list of mutations, each
 //! `[kind: u8][file: u8][page: u16][offset: u16][operand]` (little-endian): `file` indexes
 //! `system.ibs` then the tables by name; `page` is an index into the pages of the file that
 //! hold data, or any page number with its top bit set; `kind` modulo 6 is a byte flip, an

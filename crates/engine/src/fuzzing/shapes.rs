@@ -8,13 +8,13 @@ use std::sync::OnceLock;
 use barracuda_page::PageSize;
 
 use crate::layout::{SYSTEM_FILE, TABLES_DIR};
-use crate::{Engine, EngineOptions, IoBackend, Result, TableOptions};
+use crate::{Engine, EngineOptions, IoBackend, PageCompression, Result, TableOptions};
 
 /// The rows of one table, by key.
 pub(crate) type Rows = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// How many database shapes there are; the mutating mode picks one by index.
-pub(crate) const SHAPES: usize = 4;
+pub(crate) const SHAPES: usize = 5;
 
 /// One file of a database: its path relative to the database directory and its bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,7 +63,8 @@ pub(crate) fn generate(index: usize) -> Result<Shape> {
         0 => (PageSize::K4, deep_tree()),
         1 => (PageSize::K8, churn()),
         2 => (PageSize::K4, many_small()),
-        _ => (PageSize::K16, wide()),
+        3 => (PageSize::K16, wide()),
+        _ => (PageSize::K8, compressed()),
     };
     // A pool that holds every page and an LRU manager that scans nothing: no page is written
     // before `close`, so nothing depends on when the background flusher runs (a first page
@@ -76,7 +77,10 @@ pub(crate) fn generate(index: usize) -> Result<Shape> {
     let db = Engine::open(dir.path(), options)?;
     let mut expected = BTreeMap::new();
     for plan in tables {
-        let table = db.create_table(plan.name, TableOptions::default())?;
+        let table = db.create_table(
+            plan.name,
+            TableOptions::default().page_compression(plan.compression),
+        )?;
         let mut rows = Rows::new();
         for (key, value) in plan.puts {
             db.put(&table, &key, &value)?;
@@ -142,6 +146,8 @@ struct TablePlan {
     deletes: Vec<Vec<u8>>,
     /// Created, filled, then dropped: the catalog moves on without it.
     dropped: bool,
+    /// Page compression: its pages on disk are envelopes (FORMATS.md §12) with holes behind.
+    compression: Option<PageCompression>,
 }
 
 impl TablePlan {
@@ -151,6 +157,7 @@ impl TablePlan {
             puts,
             deletes: Vec::new(),
             dropped: false,
+            compression: None,
         }
     }
 }
@@ -230,4 +237,59 @@ fn wide() -> Vec<TablePlan> {
         .collect();
     puts.push((b"w999999".to_vec(), value(7, 100_000)));
     vec![TablePlan::new("wide", puts)]
+}
+
+/// Words for values that compress like text (the pattern of [`value`] compresses to nothing).
+const WORDS: [&str; 16] = [
+    "the",
+    "page",
+    "of",
+    "a",
+    "compressed",
+    "table",
+    "holds",
+    "records",
+    "whose",
+    "bytes",
+    "repeat",
+    "often",
+    "enough",
+    "to",
+    "shrink",
+    "well",
+];
+
+/// A value of `len` bytes of words chosen by `seed`.
+fn text_value(seed: u32, len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 16);
+    let mut x = u64::from(seed) * 0x9E37_79B9 + 1;
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let word = WORDS.get((x % 16) as usize).copied().unwrap_or("?");
+        out.extend_from_slice(word.as_bytes());
+        out.push(b' ');
+    }
+    out.truncate(len);
+    out
+}
+
+/// 8 KiB pages, two page-compressed tables: zlib with 300 text rows (some deleted: garbage the
+/// compressor zeroes), LZ4 with 120 rows and one 20 KB value (compressed overflow pages).
+fn compressed() -> Vec<TablePlan> {
+    let key = |i: u32| format!("z{i:05}").into_bytes();
+    let puts = scattered(300)
+        .map(|i| (key(i), text_value(i, 80 + (i as usize % 7) * 40)))
+        .collect();
+    let mut zipped = TablePlan::new("zipped", puts);
+    zipped.deletes = (0..300).filter(|i| i % 5 == 0).map(key).collect();
+    zipped.compression = Some(PageCompression::Zlib { level: 6 });
+    let mut puts: Vec<_> = (0..120)
+        .map(|i| (format!("l{i:04}").into_bytes(), text_value(i + 1000, 150)))
+        .collect();
+    puts.push((b"l9999".to_vec(), text_value(9999, 20_000)));
+    let mut fast = TablePlan::new("fast", puts);
+    fast.compression = Some(PageCompression::Lz4);
+    vec![zipped, fast]
 }

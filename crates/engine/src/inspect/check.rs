@@ -57,7 +57,7 @@ pub(super) fn scan_table(dir: &Path, entry: &CatalogEntry, page_size: PageSize) 
         });
         return report;
     };
-    let reader = match PageReader::open(&path, page_size) {
+    let reader = match PageReader::open(&path, page_size, entry.space_id) {
         Ok(r) => r,
         Err(p) => {
             report.problems.push(p);

@@ -165,7 +165,7 @@ pub fn decode_page(dir: impl AsRef<Path>, table: &str, page_no: PageNo) -> Resul
         })?;
         (path, entry.space_id)
     };
-    let file = PageReader::open(&path, page_size).map_err(|p| Error::Corrupt {
+    let file = PageReader::open(&path, page_size, space_id).map_err(|p| Error::Corrupt {
         file: path.clone(),
         what: p.reason,
     })?;

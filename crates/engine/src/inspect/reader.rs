@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use barracuda_page::{PageNo, PageSize};
+use barracuda_page::{PageId, PageNo, PageSize, SpaceId};
 
 use super::Problem;
 
@@ -13,6 +13,8 @@ use super::Problem;
 pub(super) struct PageReader {
     path: PathBuf,
     file: RefCell<File>,
+    /// The tablespace id its pages carry (compressed images are checked against it).
+    space_id: SpaceId,
     pub(super) page_size: PageSize,
     /// Whole pages in the file.
     pub(super) pages: u32,
@@ -22,7 +24,11 @@ pub(super) struct PageReader {
 
 impl PageReader {
     /// Opens `path` read-only; the problem names the file when it cannot be opened.
-    pub(super) fn open(path: &Path, page_size: PageSize) -> std::result::Result<Self, Problem> {
+    pub(super) fn open(
+        path: &Path,
+        page_size: PageSize,
+        space_id: SpaceId,
+    ) -> std::result::Result<Self, Problem> {
         let problem = |e: std::io::Error| Problem {
             file: path.to_owned(),
             page_no: None,
@@ -35,16 +41,27 @@ impl PageReader {
         Ok(Self {
             path: path.to_owned(),
             file: RefCell::new(file),
+            space_id,
             page_size,
             pages,
             tail_bytes: len % ps,
         })
     }
 
-    /// Reads page `page_no` into a new buffer.
+    /// Reads page `page_no` into a new buffer, decompressed if it was stored compressed (a
+    /// compressed image that fails its checks is an `InvalidData` error saying why).
     pub(super) fn read(&self, page_no: PageNo) -> std::io::Result<Vec<u8>> {
         let mut buf = vec![0u8; self.page_size.bytes()];
         self.read_into(page_no, &mut buf)?;
+        let id = PageId::new(self.space_id, page_no);
+        crate::compression::decode_stored_page(&mut buf, id, self.page_size, None).map_err(
+            |e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("page-compressed image: {e}"),
+                )
+            },
+        )?;
         Ok(buf)
     }
 

@@ -57,7 +57,7 @@ pub(super) fn read_system(path: &Path) -> std::result::Result<SystemInfo, Proble
         page_no: Some(0),
         reason: e.to_string(),
     })?;
-    let reader = PageReader::open(path, page_size)?;
+    let reader = PageReader::open(path, page_size, crate::catalog::SYSTEM_SPACE)?;
     let mut problems: Vec<Problem> = reader.tail_problem().into_iter().collect();
     let mut checked = HashSet::new();
     checked.insert(0);

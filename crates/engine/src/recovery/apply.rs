@@ -21,6 +21,7 @@ use barracuda_redo::record::{apply_mtr, Record, RecordReader};
 
 use super::batch::{bad_mtr, sort_changes, Batch, Change, AT_SLOT};
 use super::files::Files;
+use crate::compression::{decode_stored_page, CompressionCounters};
 use crate::error::{Error, Result};
 
 /// How many changes ahead of the one being applied the log-order loop asks the CPU for the
@@ -346,7 +347,14 @@ impl PageCache {
         let page_size = self.page_size;
         let page = self.slot(slot)?;
         let file = files.get(page.id.space_id)?;
-        read_page(&*file, page.id, page_size, initialised_first, &mut page.buf)?;
+        read_page(
+            &*file,
+            page.id,
+            page_size,
+            initialised_first,
+            &mut page.buf,
+            files.encoder().counters(),
+        )?;
         counters.pages_read.fetch_add(1, Ordering::Relaxed);
         page.lsn = page_lsn(&page.buf).unwrap_or(0);
         Ok(())
@@ -423,6 +431,7 @@ fn read_page(
     page_size: PageSize,
     initialised_first: impl FnOnce() -> bool,
     buf: &mut [u8],
+    counters: &CompressionCounters,
 ) -> Result<()> {
     let offset = u64::from(id.page_no) * page_size.bytes() as u64;
     if offset + page_size.bytes() as u64 > file.len()? {
@@ -433,12 +442,17 @@ fn read_page(
     if buf.iter().all(|&b| b == 0) {
         return Ok(());
     }
-    match verify_page(buf, id, page_size) {
+    // A compressed page is checked (its stored bytes' checksum) and decompressed first.
+    let checked = match decode_stored_page(buf, id, page_size, Some(counters)) {
+        Ok(_) => verify_page(buf, id, page_size).map_err(|e| Error::page(file.path(), id, e)),
+        Err(e) => Err(Error::page(file.path(), id, e)),
+    };
+    match checked {
         Ok(()) => Ok(()),
         Err(_) if initialised_first() => {
             buf.fill(0);
             Ok(())
         }
-        Err(e) => Err(Error::page(file.path(), id, e)),
+        Err(e) => Err(e),
     }
 }

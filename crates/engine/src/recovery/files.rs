@@ -8,7 +8,9 @@ use barracuda_io::{FileSystem, OpenOptions, PageFile};
 use barracuda_page::{PageId, SpaceId};
 use parking_lot::Mutex;
 
+use crate::compression::{PageEncoder, SpaceCompression};
 use crate::error::{Error, Result};
+use crate::options::PageCompression;
 use crate::torn_writes::PageWrites;
 
 /// The tablespace files recovery writes, each opened once on first use (one handle per file,
@@ -21,6 +23,9 @@ pub(super) struct Files<'a> {
     /// Recovery's page writes are protected against tearing like the pool's: a power cut
     /// during recovery must not leave a page the next recovery cannot read.
     page_writes: &'a PageWrites,
+    /// Seals and compresses the pages recovery writes, like the pool's flushes.
+    encoder: &'a PageEncoder,
+    compression: &'a HashMap<SpaceId, PageCompression>,
 }
 
 impl<'a> Files<'a> {
@@ -29,6 +34,8 @@ impl<'a> Files<'a> {
         fs: &'a dyn FileSystem,
         paths: &'a HashMap<SpaceId, PathBuf>,
         page_writes: &'a PageWrites,
+        encoder: &'a PageEncoder,
+        compression: &'a HashMap<SpaceId, PageCompression>,
     ) -> Self {
         Self {
             fs,
@@ -36,14 +43,38 @@ impl<'a> Files<'a> {
             open: Mutex::new(HashMap::new()),
             touched: Mutex::new(Vec::new()),
             page_writes,
+            encoder,
+            compression,
         }
     }
 
-    /// Writes sealed page images in place through the torn-write protection, noting their
-    /// files for [`finish`](Self::finish).
+    /// The encoder (its counters count recovery's decompressions too).
+    pub(super) fn encoder(&self) -> &PageEncoder {
+        self.encoder
+    }
+
+    /// Writes pages in place — sealed, compressed for a page-compressed table — through the
+    /// torn-write protection, noting their files for [`finish`](Self::finish).
     pub(super) fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<()> {
+        let mut spaces: HashMap<SpaceId, Option<SpaceCompression>> = HashMap::new();
+        for (id, _) in pages {
+            if let std::collections::hash_map::Entry::Vacant(entry) = spaces.entry(id.space_id) {
+                let of = match self.compression.get(&id.space_id) {
+                    Some(c) => Some(SpaceCompression {
+                        algorithm: c.algorithm(),
+                        block_size: self.get(id.space_id)?.block_size(),
+                    }),
+                    None => None,
+                };
+                entry.insert(of);
+            }
+        }
+        let batch = self
+            .encoder
+            .encode(pages, &|space| spaces.get(&space).copied().flatten());
+        let images: Vec<(PageId, &[u8])> = batch.images().collect();
         let resolve = |space: SpaceId| self.get(space).map(Some);
-        self.page_writes.write(pages, &resolve)?;
+        self.page_writes.write(&images, &resolve)?;
         for (id, _) in pages {
             self.touched(id.space_id);
         }

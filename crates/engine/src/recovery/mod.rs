@@ -42,7 +42,9 @@ use self::apply::{Applier, Counters, DirtyPages};
 use self::batch::{Batch, BatchBuilder, Change};
 use self::files::Files;
 
+use crate::compression::PageEncoder;
 use crate::error::{Error, Result};
+use crate::options::PageCompression;
 use crate::torn_writes::PageWrites;
 
 mod apply;
@@ -330,7 +332,9 @@ fn replay(
     let started = Instant::now();
     let Tables {
         spaces,
+        compression,
         page_writes,
+        encoder,
     } = tables;
     let mut recovery = Recovery::open(fs, dir)?;
     // Torn pages first: redo records change intact pages only.
@@ -343,7 +347,7 @@ fn replay(
         ..RecoveryReport::default()
     };
     progress.applying(report.checkpoint_lsn, report.end_lsn);
-    let files = Files::new(fs, spaces, page_writes);
+    let files = Files::new(fs, spaces, page_writes, encoder, compression);
     let counters = Counters::default();
     let plan = Plan::new(memory_bytes, page_size);
     report.apply_threads = plan.threads as u64;
@@ -414,8 +418,13 @@ fn replay(
 pub(crate) struct Tables<'a> {
     /// Each table's file by space id; records for other spaces are errors.
     pub(crate) spaces: &'a HashMap<SpaceId, PathBuf>,
+    /// The page compression of each table that has one: recovery writes its pages as the
+    /// pool would.
+    pub(crate) compression: &'a HashMap<SpaceId, PageCompression>,
     /// The torn-write protection its page writes go through.
     pub(crate) page_writes: &'a PageWrites,
+    /// What makes the images written (and decompresses what is read).
+    pub(crate) encoder: &'a PageEncoder,
 }
 
 /// How recovery divides its memory and its work.

@@ -147,7 +147,13 @@ fn an_apply_thread_checks_the_crc_before_it_applies() -> Result<(), Box<dyn std:
         &spaces,
     )?;
     page_writes.start(&spaces, 0)?;
-    let files = Files::new(&fs, &spaces, &page_writes);
+    let encoder = crate::compression::PageEncoder::new(
+        PageSize::K4,
+        1,
+        Arc::new(crate::compression::CompressionCounters::default()),
+    )?;
+    let no_compression = HashMap::new();
+    let files = Files::new(&fs, &spaces, &page_writes, &encoder, &no_compression);
     let counters = Counters::default();
     let apply = |crc: u32| -> crate::Result<Option<Vec<u8>>> {
         let mut builder = BatchBuilder::new(1, PageSize::K4, &spaces);
