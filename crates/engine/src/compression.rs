@@ -14,16 +14,17 @@
 // buf_mtflu (10.1's multi-threaded flush).
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use barracuda_io::AlignedBuf;
 use barracuda_page::{seal_page, zero_unused_space, PageId, PageSize, SpaceId};
 use barracuda_page_compression::{
     is_page_compressed, Algorithm, Compressed, PageCompressionError, PageCompressor,
 };
+use parking_lot::Mutex;
 use rayon::prelude::*;
 
-use crate::error::{Error, Result};
 use crate::options::PageCompression;
 
 /// How one tablespace's pages are compressed.
@@ -113,10 +114,20 @@ type EncodeTask<'s, 'p> = ((&'s mut [u8], &'p (PageId, &'p [u8])), &'s mut usize
 /// Turns frames into the images written to disk, compressing on a pool of workers.
 pub(crate) struct PageEncoder {
     page_size: PageSize,
-    /// `None` with one flush thread: the flushing thread compresses its own batch.
-    workers: Option<rayon::ThreadPool>,
     threads: usize,
-    counters: std::sync::Arc<CompressionCounters>,
+    /// The workers, started at the first batch with pages to compress (a database without a
+    /// compressed table never starts them); `None` with one flush thread, when they could not
+    /// be started (the flushing thread then compresses its own batch), and after shutdown.
+    pool_slot: Mutex<Option<Arc<rayon::ThreadPool>>>,
+    /// Whether starting the workers was tried (it is tried once).
+    started: AtomicBool,
+    /// Set by [`shutdown`](Self::shutdown): no worker starts again.
+    shut_down: AtomicBool,
+    /// The workers' threads: shutdown joins them, so that closing the engine leaves no thread
+    /// of it behind (a rayon pool's threads otherwise finish on their own after the pool is
+    /// dropped, with their thread-local codec state).
+    handles: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    counters: Arc<CompressionCounters>,
 }
 
 impl std::fmt::Debug for PageEncoder {
@@ -128,33 +139,83 @@ impl std::fmt::Debug for PageEncoder {
     }
 }
 
+impl Drop for PageEncoder {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
 impl PageEncoder {
     /// An encoder compressing on `threads` threads (1 = on the caller's thread).
     pub(crate) fn new(
         page_size: PageSize,
         threads: usize,
-        counters: std::sync::Arc<CompressionCounters>,
-    ) -> Result<Self> {
-        let threads = threads.max(1);
-        let workers = if threads > 1 {
-            Some(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .thread_name(|i| format!("barracuda-compress-{i}"))
-                    .build()
-                    .map_err(|e| {
-                        Error::InvalidOption(format!("cannot start {threads} flush threads: {e}"))
-                    })?,
-            )
-        } else {
-            None
-        };
-        Ok(Self {
+        counters: Arc<CompressionCounters>,
+    ) -> Self {
+        Self {
             page_size,
-            workers,
-            threads,
+            threads: threads.max(1),
+            pool_slot: Mutex::new(None),
+            started: AtomicBool::new(false),
+            shut_down: AtomicBool::new(false),
+            handles: Mutex::new(Vec::new()),
             counters,
-        })
+        }
+    }
+
+    /// Stops the workers and waits for their threads (idempotent). Batches encoded afterwards
+    /// — none, once the engine is closed — are compressed on the calling thread.
+    pub(crate) fn shutdown(&self) {
+        self.shut_down.store(true, Ordering::Release);
+        // Dropping the pool (its last handle, once a batch in flight is done with it) tells its
+        // threads to stop; joining waits for that.
+        drop(self.pool_slot.lock().take());
+        for handle in self.handles.lock().drain(..) {
+            if handle.join().is_err() {
+                tracing::warn!("a compression worker panicked");
+            }
+        }
+    }
+
+    /// The worker pool, started on first use; `None` after [`shutdown`](Self::shutdown).
+    fn workers(&self) -> Option<Arc<rayon::ThreadPool>> {
+        if self.shut_down.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut slot = self.pool_slot.lock();
+        if slot.is_none() && !self.started.swap(true, Ordering::AcqRel) {
+            *slot = self.start_workers().map(Arc::new);
+        }
+        slot.clone()
+    }
+
+    /// Starts the worker threads (not for one thread: it compresses on the caller).
+    fn start_workers(&self) -> Option<rayon::ThreadPool> {
+        if self.threads < 2 {
+            return None;
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads)
+            .spawn_handler(|worker| {
+                let handle = std::thread::Builder::new()
+                    .name(format!("barracuda-compress-{}", worker.index()))
+                    .spawn(|| worker.run())?;
+                self.handles.lock().push(handle);
+                Ok(())
+            })
+            .build();
+        match pool {
+            Ok(pool) => Some(pool),
+            Err(e) => {
+                tracing::warn!(
+                    error = %e,
+                    threads = self.threads,
+                    "cannot start the compression workers; flushing threads compress their \
+                     own batches"
+                );
+                None
+            }
+        }
     }
 
     /// Threads compressing a batch.
@@ -186,15 +247,20 @@ impl PageEncoder {
         let compresses = pages
             .iter()
             .any(|(id, _)| compression_of(id.space_id).is_some());
-        match &self.workers {
-            Some(workers) if pages.len() > 1 && compresses => workers.install(|| {
+        let workers = if pages.len() > 1 && compresses {
+            self.workers()
+        } else {
+            None
+        };
+        match workers {
+            Some(workers) => workers.install(|| {
                 bytes
                     .par_chunks_exact_mut(page_bytes)
                     .zip(pages.par_iter())
                     .zip(lens.par_iter_mut())
                     .for_each(encode_one);
             }),
-            _ => bytes
+            None => bytes
                 .chunks_exact_mut(page_bytes)
                 .zip(pages.iter())
                 .zip(lens.iter_mut())

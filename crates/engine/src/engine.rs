@@ -139,7 +139,7 @@ impl Engine {
             page_size,
             options.resolved_flush_threads(),
             Arc::new(CompressionCounters::default()),
-        )?);
+        ));
         // Before any redo is applied: torn pages are restored from the doublewrite file first.
         let page_writes = Arc::new(PageWrites::open(
             fs.clone(),
@@ -474,6 +474,8 @@ impl Engine {
         };
         self.inner.closed.store(true, Ordering::Release);
         self.inner.pool.shutdown();
+        // Table handles may outlive the engine (and keep the store alive): its threads may not.
+        self.inner.spaces.encoder().shutdown();
         result
     }
 
@@ -733,6 +735,7 @@ impl Drop for EngineInner {
                 }
             }
             self.pool.shutdown();
+            self.spaces.encoder().shutdown();
         }
     }
 }

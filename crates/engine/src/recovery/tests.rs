@@ -151,7 +151,7 @@ fn an_apply_thread_checks_the_crc_before_it_applies() -> Result<(), Box<dyn std:
         PageSize::K4,
         1,
         Arc::new(crate::compression::CompressionCounters::default()),
-    )?;
+    );
     let no_compression = HashMap::new();
     let files = Files::new(&fs, &spaces, &page_writes, &encoder, &no_compression);
     let counters = Counters::default();
