@@ -94,6 +94,7 @@ fn lab_all_quick_writes_tables_json_and_svgs() {
         "free-list-stalls",
         "read-ahead",
         "group-commit",
+        "compression-footprint",
     ] {
         assert!(
             all.contains(&format!("=== barracuda lab {name} ===")),
@@ -137,6 +138,38 @@ fn lab_all_quick_writes_tables_json_and_svgs() {
     assert!(variants[2..]
         .iter()
         .all(|v| status(v).as_deref() != Some("not available yet")));
+
+    let cf = read_json(&out_dir.join("compression-footprint.json"));
+    for variant in [
+        "16k-none", "16k-zlib", "16k-lz4", "64k-none", "64k-zlib", "64k-lz4",
+    ] {
+        let at = |f: &str| format!("results.{variant}.{f}");
+        for f in [
+            "page_size",
+            "logical_bytes",
+            "file_bytes",
+            "allocated_bytes",
+            "ratio",
+            "load_s",
+        ] {
+            assert!(number(&cf, &at(f)) > 0.0, "{variant} {f}");
+        }
+        assert!(field(&cf, &at("compression")).is_string());
+    }
+    // Dictionary text compresses: zlib saves at least a third of the blocks at 16 KiB.
+    assert!(number(&cf, "results.16k-zlib.ratio") > 1.5);
+    // 1 thread and one per core (at least 2).
+    let flushes = field(&cf, "results.flush_threads").as_object().unwrap();
+    assert!(
+        flushes.len() >= 2 && flushes.contains_key("1"),
+        "{flushes:?}"
+    );
+    for (threads, f) in flushes {
+        assert!(
+            f.get("pages_per_s").and_then(Value::as_f64).unwrap_or(0.0) > 0.0,
+            "{threads} threads"
+        );
+    }
 
     let fl = read_json(&out_dir.join("free-list-stalls.json"));
     for policy in ["legacy", "backoff", "eager"] {

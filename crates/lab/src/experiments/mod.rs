@@ -10,6 +10,7 @@ use crate::report::{self, MachineInfo};
 use crate::LabResult;
 
 mod adaptive_flushing;
+mod compression_footprint;
 mod doublewrite;
 mod free_list_stalls;
 mod group_commit;
@@ -97,6 +98,7 @@ pub fn registry() -> Vec<Box<dyn Experiment>> {
         Box::new(group_commit::GroupCommit),
         Box::new(recovery::Recovery),
         Box::new(doublewrite::Doublewrite),
+        Box::new(compression_footprint::CompressionFootprint),
     ]
 }
 
