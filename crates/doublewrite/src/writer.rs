@@ -428,11 +428,22 @@ impl Doublewrite {
             }
         }
         let offset = geometry.descriptor_page(index) * p as u64;
-        self.file.write_at(bytes, offset)?;
+        let lens: Vec<usize> = if images {
+            pages.iter().map(|pg| pg.image.len()).collect()
+        } else {
+            Vec::new()
+        };
+        let runs = written_runs(p, &lens, alignment(&*self.file));
+        let writes: Vec<(u64, &[u8])> = runs
+            .iter()
+            .filter_map(|r| Some((offset + r.start as u64, bytes.get(r.clone())?)))
+            .collect();
+        self.file.write_vectored_at(&writes)?;
         self.file.sync_data()?;
         let c = &self.counters;
         bump(&c.pages_written, pages.len() as u64);
-        bump(&c.bytes_written, bytes.len() as u64);
+        let written: usize = runs.iter().map(ExactSizeIterator::len).sum();
+        bump(&c.bytes_written, written as u64);
         bump(&c.file_syncs, 1);
         match kind {
             AreaKind::Batch => bump(&c.batches, 1),
@@ -440,6 +451,28 @@ impl Doublewrite {
         }
         Ok(())
     }
+}
+
+/// The byte ranges of an area's buffer (descriptor page, then one slot of `page` bytes per image)
+/// that one copy writes: the descriptor, and each image rounded up to `align` — not the rest of
+/// its slot, which the reader never looks at (a page-compressed image is much shorter than its
+/// slot). Adjacent ranges are merged, so a batch of whole pages is one write as before.
+fn written_runs(page: usize, image_lens: &[usize], align: usize) -> Vec<std::ops::Range<usize>> {
+    let mut runs: Vec<std::ops::Range<usize>> = Vec::with_capacity(1 + image_lens.len());
+    runs.push(0..page);
+    for (k, &len) in image_lens.iter().enumerate() {
+        let start = (k + 1) * page;
+        let end = start
+            + len
+                .div_ceil(align.max(1))
+                .saturating_mul(align.max(1))
+                .min(page);
+        match runs.last_mut() {
+            Some(last) if last.end == start => last.end = end,
+            _ => runs.push(start..end),
+        }
+    }
+    runs
 }
 
 /// A batch whose copy is durable: write its pages in place, then call
@@ -531,4 +564,24 @@ fn discard_copies(file: &dyn PageFile, page_size: PageSize, geometry: Geometry) 
     file.write_vectored_at(&writes)?;
     file.sync_data()?;
     Ok(last_seq)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::written_runs;
+
+    #[test]
+    fn whole_pages_are_one_write_and_short_images_only_their_blocks() {
+        let p = 16384;
+        let one = |r: std::ops::Range<usize>| vec![r];
+        assert_eq!(written_runs(p, &[p, p, p], 4096), one(0..4 * p));
+        assert_eq!(written_runs(p, &[], 4096), one(0..p));
+        // A 5,000-byte image takes two blocks of its slot; the next slot starts a new write.
+        assert_eq!(
+            written_runs(p, &[5000, p, 4096], 4096),
+            [0..p + 8192, 2 * p..3 * p + 4096]
+        );
+        // Unaligned files round to nothing.
+        assert_eq!(written_runs(p, &[100], 1), one(0..p + 100));
+    }
 }

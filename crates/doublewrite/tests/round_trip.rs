@@ -304,3 +304,60 @@ fn detect_only_writes_the_descriptor_alone() {
     );
     assert_eq!(copies.copies().count(), 0);
 }
+
+/// A short image (a page-compressed page is a few blocks of its page) costs the copy only its
+/// own blocks, not its whole slot — and reads back exactly, even over a slot that held a whole
+/// page before (the bytes after the image are stale and never read).
+#[test]
+fn short_images_write_only_their_blocks_and_read_back_exactly() {
+    const BIG: PageSize = PageSize::K16;
+    let fs = fs();
+    let dw = Doublewrite::create(&fs, dir(), BIG, config(1, 4, 1)).unwrap();
+    // First a batch of whole pages, filling the slots.
+    let whole = batch(BIG, &[id(0), id(1), id(2)], 10);
+    protect(&dw, &whole, AreaKind::Batch)
+        .unwrap()
+        .written_in_place(Vec::new());
+    let before = dw.stats().bytes_written;
+    assert_eq!(
+        before,
+        4 * BIG.bytes() as u64,
+        "descriptor and three whole pages"
+    );
+    // Then shorter images of the same pages (an image only needs its file header to name the
+    // page and its LSN; the rest is opaque to the doublewrite file).
+    let short: Vec<(PageId, Vec<u8>)> = [(id(0), 4096), (id(1), 5000), (id(2), 12288)]
+        .into_iter()
+        .map(|(pid, len)| {
+            let mut image = page(BIG, pid, 20);
+            image.truncate(len);
+            (pid, image)
+        })
+        .collect();
+    let images: Vec<PageImage<'_>> = short
+        .iter()
+        .map(|(pid, image)| PageImage {
+            id: *pid,
+            lsn: 20,
+            image,
+        })
+        .collect();
+    dw.protect(&images, AreaKind::Batch)
+        .unwrap()
+        .written_in_place(Vec::new());
+    let written = dw.stats().bytes_written - before;
+    assert_eq!(
+        written,
+        (BIG.bytes() + 4096 + 8192 + 12288) as u64,
+        "the descriptor and each image rounded up to 4 KiB"
+    );
+    let copies = read_copies(&fs, dir(), BIG).unwrap().unwrap();
+    for (pid, image) in &short {
+        let c = copies.copy(*pid).unwrap();
+        assert_eq!(c.lsn, 20, "{pid}");
+        assert_eq!(
+            &c.image, image,
+            "{pid}: the short image, not the page under it"
+        );
+    }
+}
