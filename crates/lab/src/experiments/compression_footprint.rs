@@ -70,6 +70,9 @@ struct Footprint {
     pages_written_plain: u64,
     holes_punched: u64,
     punch_refusals: u64,
+    /// Bytes the load's page writes put in place, and into the doublewrite file.
+    bytes_in_place: u64,
+    bytes_to_doublewrite: u64,
 }
 
 /// One timed flush.
@@ -276,6 +279,12 @@ fn load_variant(
         pages_written_plain: c.num_pages_written_plain,
         holes_punched: c.num_page_compressed_trim_op,
         punch_refusals: c.num_punch_hole_failures,
+        bytes_in_place: status.doublewrite.bytes_written_in_place,
+        bytes_to_doublewrite: status
+            .doublewrite
+            .doublewrite
+            .as_ref()
+            .map_or(0, |d| d.bytes_written),
     };
     db.close()?;
     Ok(footprint)
@@ -359,6 +368,8 @@ fn report(
         "compressed",
         "plain",
         "holes",
+        "MB written",
+        "MB doublewrite",
     ]);
     let mut results = serde_json::Map::new();
     for f in footprints {
@@ -381,6 +392,8 @@ fn report(
             f.pages_compressed.to_string(),
             f.pages_written_plain.to_string(),
             f.holes_punched.to_string(),
+            format!("{:.1}", f.bytes_in_place as f64 / 1e6),
+            format!("{:.1}", f.bytes_to_doublewrite as f64 / 1e6),
         ]);
         let mut v = serde_json::to_value(f)?;
         if let Some(o) = v.as_object_mut() {
