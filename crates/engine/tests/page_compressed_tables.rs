@@ -320,8 +320,41 @@ fn a_damaged_compressed_page_is_an_error_naming_it() {
         .rev()
         .find(|&n| bytes[n * page_bytes + 24..n * page_bytes + 26] == 17u16.to_le_bytes())
         .expect("a compressed page in the file");
+    // The offline tools see through the envelope: `check` passes the sound database, and
+    // `inspect` says how the page is stored and decodes the page inside it.
+    let report = barracuda::inspect::check_database(dir).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert!(report.pages_checked > 0);
+    let view = barracuda::inspect::decode_page(dir, "t", victim as u32).unwrap();
+    assert!(
+        view.stored_as
+            .as_deref()
+            .is_some_and(|s| s.starts_with("page-compressed (Lz4)")),
+        "{view}"
+    );
+    assert!(view.verify_error.is_none(), "{view}");
+    assert!(
+        matches!(view.body, barracuda::inspect::PageBody::Index { .. }),
+        "{view}"
+    );
     bytes[victim * page_bytes + 200] ^= 0x40;
     std::fs::write(&file, bytes).unwrap();
+    let view = barracuda::inspect::decode_page(dir, "t", victim as u32).unwrap();
+    assert!(
+        view.verify_error
+            .as_deref()
+            .is_some_and(|e| e.contains("checksum mismatch")),
+        "{view}"
+    );
+    let report = barracuda::inspect::check_database(dir).unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.page_no == Some(victim as u32) && p.reason.contains("checksum")),
+        "check must name page {victim}: {:?}",
+        report.problems
+    );
 
     let db = Engine::open(dir, EngineOptions::default()).unwrap();
     let t = db.table("t").unwrap();

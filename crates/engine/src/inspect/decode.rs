@@ -1,5 +1,6 @@
 //! [`decode_page`](super::decode_page)'s result: one page decoded for people, by page type.
 
+use barracuda_page_compression::{is_page_compressed, verify_envelope};
 use std::fmt;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -20,6 +21,9 @@ pub struct PageView {
     pub page_id: PageId,
     /// The page size.
     pub page_size: PageSize,
+    /// How the page is stored when that is not as itself: a page-compressed envelope
+    /// (algorithm and stored bytes); the rest of the view is of the page inside it.
+    pub stored_as: Option<String>,
     /// `None` if the page verifies ([`verify_page`]), else why not.
     pub verify_error: Option<String>,
     /// The file header, when it decodes.
@@ -115,11 +119,35 @@ pub enum ValueView {
 }
 
 impl PageView {
-    /// Decodes `buf`, the page `page_id` read from `file`, as far as its bytes allow.
-    pub(super) fn decode(file: PathBuf, page_id: PageId, page_size: PageSize, buf: &[u8]) -> Self {
-        let verify_error = verify_page(buf, page_id, page_size)
-            .err()
-            .map(|e| e.to_string());
+    /// Decodes `raw`, the bytes of page `page_id` as read from `file`, as far as they allow:
+    /// a page-compressed envelope is checked and decompressed first.
+    pub(super) fn decode(file: PathBuf, page_id: PageId, page_size: PageSize, raw: &[u8]) -> Self {
+        let mut page = raw.to_vec();
+        let (stored_as, envelope_error) = if is_page_compressed(raw) {
+            let stored = verify_envelope(raw, page_id, page_size).map(|h| {
+                format!(
+                    "page-compressed ({:?}): {} of {} bytes stored, original type {:?}",
+                    h.algorithm,
+                    h.stored_len,
+                    page_size.bytes(),
+                    h.original_type
+                )
+            });
+            let decoded =
+                crate::compression::decode_stored_page(&mut page, page_id, page_size, None);
+            (
+                Some(stored.unwrap_or_else(|_| "page-compressed (damaged envelope)".into())),
+                decoded.err().map(|e| e.to_string()),
+            )
+        } else {
+            (None, None)
+        };
+        let buf = &page[..];
+        let verify_error = envelope_error.or_else(|| {
+            verify_page(buf, page_id, page_size)
+                .err()
+                .map(|e| e.to_string())
+        });
         let header = FileHeader::read(buf).ok();
         let body = if buf.iter().all(|&b| b == 0) {
             PageBody::AllZero
@@ -135,6 +163,7 @@ impl PageView {
             file,
             page_id,
             page_size,
+            stored_as,
             verify_error,
             header,
             body,
@@ -239,6 +268,9 @@ impl fmt::Display for PageView {
             self.page_id.space_id,
             self.page_size
         )?;
+        if let Some(stored) = &self.stored_as {
+            writeln!(f, "stored as: {stored}")?;
+        }
         match &self.verify_error {
             None => writeln!(f, "verification: ok (checksum, LSN trailer, page id)")?,
             Some(why) => writeln!(f, "verification: FAILED: {why}")?,

@@ -176,7 +176,10 @@ pub fn decode_page(dir: impl AsRef<Path>, table: &str, page_no: PageNo) -> Resul
             file.pages
         )));
     }
-    let buf = file.read(page_no).map_err(|e| Error::fs(&path, e))?;
+    // The stored bytes: the view decompresses a compressed page itself, to say how it is stored.
+    let mut buf = vec![0u8; page_size.bytes()];
+    file.read_into(page_no, &mut buf)
+        .map_err(|e| Error::fs(&path, e))?;
     Ok(PageView::decode(
         path,
         PageId::new(space_id, page_no),
