@@ -70,6 +70,7 @@ impl Experiment for PointSelect {
         let after = db.status().pool;
         let variants = compressed_variants(&db, ctx)?;
         db.close()?;
+        let small = small_pool_runs(ctx, table_bytes, &variants)?;
 
         let p = Percentiles::of(&run.hist);
         let mut t = TextTable::new(&[
@@ -115,13 +116,38 @@ impl Experiment for PointSelect {
                 ]),
             }
         }
+        let mut small_t = TextTable::new(&[
+            "table, pool = table / 4",
+            "qps",
+            "p50 us",
+            "p99 us",
+            "p99.9 us",
+            "pool misses",
+            "decompressed",
+        ]);
+        for (name, r) in &small {
+            let p = Percentiles::of(&r.run.hist);
+            small_t.row(vec![
+                name.clone(),
+                format!("{:.0}", r.run.qps()),
+                us(p.p50_ns),
+                us(p.p99_ns),
+                us(p.p999_ns),
+                r.pool_misses.to_string(),
+                r.decompressed.to_string(),
+            ]);
+        }
         let text = format!(
-            "table {:.1} MiB, buffer pool {:.1} MiB, {} threads, {:.1} s\n{}",
+            "table {:.1} MiB, buffer pool {:.1} MiB, {} threads, {:.1} s\n{}\nthe same tables \
+             through a pool of a quarter of one table ({:.1} MiB): every miss reads the page \
+             (from the OS page cache) and, for a page-compressed table, decompresses it\n{}",
             table_bytes as f64 / f64::from(1u32 << 20),
             pool_bytes as f64 / f64::from(1u32 << 20),
             ctx.threads,
             run.elapsed.as_secs_f64(),
-            t.render()
+            t.render(),
+            small_pool_bytes(table_bytes) as f64 / f64::from(1u32 << 20),
+            small_t.render()
         );
 
         let dist: Vec<(f64, f64)> = run
@@ -183,6 +209,15 @@ impl Experiment for PointSelect {
                     "pool_pages_read_during_run": after.pages_read - before.pages_read,
                     "pool_page_requests_during_run": after.page_requests - before.page_requests,
                 },
+                "small_pool": small.iter().map(|(name, r)| json!({
+                    "table": name,
+                    "pool_bytes": small_pool_bytes(table_bytes),
+                    "queries": r.run.queries,
+                    "qps": r.run.qps(),
+                    "latency": Percentiles::of(&r.run.hist),
+                    "pool_pages_read_during_run": r.pool_misses,
+                    "pages_decompressed_during_run": r.decompressed,
+                })).collect::<Vec<_>>(),
                 "variants": variants.iter().map(|(name, status, run)| match run {
                     Some(v) => json!({
                         "variant": name,
@@ -300,4 +335,65 @@ fn measure_variant(
             - before.page_compression.num_pages_page_decompressed,
         pool_misses: after.pool.pages_read - before.pool.pages_read,
     })
+}
+
+/// A pool of a quarter of one table (at least 16 pages of 16 KiB).
+fn small_pool_bytes(table_bytes: u64) -> usize {
+    usize::try_from(table_bytes / 4)
+        .unwrap_or(usize::MAX)
+        .max(16 << 14)
+}
+
+/// Reopens the database with a pool of a quarter of one table and runs the point selects on
+/// the plain table and on each measured page-compressed one: the cost of a miss, and of a
+/// decompression per miss.
+fn small_pool_runs(
+    ctx: &Context,
+    table_bytes: u64,
+    variants: &[(String, String, Option<VariantRun>)],
+) -> LabResult<Vec<(String, VariantRun)>> {
+    let db = Engine::open(
+        &ctx.dir,
+        EngineOptions::default().buffer_pool_bytes(small_pool_bytes(table_bytes)),
+    )?;
+    let mut names = vec![(
+        "uncompressed (DYNAMIC)".to_owned(),
+        workload::TABLE.to_owned(),
+    )];
+    for (label, suffix) in [
+        ("PAGE_COMPRESSED lz4", "pc_lz4"),
+        ("PAGE_COMPRESSED zlib", "pc_zlib"),
+    ] {
+        if variants
+            .iter()
+            .any(|(l, _, run)| l == label && run.is_some())
+        {
+            names.push((label.to_owned(), format!("{}_{suffix}", workload::TABLE)));
+        }
+    }
+    let mut out = Vec::new();
+    for (label, name) in names {
+        let table = db.table(&name)?;
+        let before = db.status();
+        let run = workload::point_selects(
+            &db,
+            &table,
+            ctx.rows,
+            ctx.threads,
+            ctx.phase,
+            &format!("{label}, small pool"),
+        )?;
+        let after = db.status();
+        out.push((
+            label,
+            VariantRun {
+                run,
+                decompressed: after.page_compression.num_pages_page_decompressed
+                    - before.page_compression.num_pages_page_decompressed,
+                pool_misses: after.pool.pages_read - before.pool.pages_read,
+            },
+        ));
+    }
+    db.close()?;
+    Ok(out)
 }
