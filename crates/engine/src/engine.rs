@@ -83,6 +83,10 @@ pub(crate) struct EngineInner {
     pub(crate) commit_lock: Mutex<()>,
     pub(crate) read_only: Mutex<Option<String>>,
     pub(crate) counters: Counters,
+    /// Row locks of the transactions' writes.
+    pub(crate) locks: barracuda_lock::LockManager,
+    /// The id the next transaction that locks a row gets.
+    pub(crate) next_trx_id: AtomicU64,
     closed: AtomicBool,
     _lock_file: File,
 }
@@ -247,6 +251,10 @@ impl Engine {
             );
         }
         let flush_settings = options.flush_settings.clone();
+        let locks = barracuda_lock::LockManager::new(barracuda_lock::LockConfig {
+            wait_timeout: options.lock_wait_timeout,
+            deadlock_detect: options.deadlock_detect,
+        });
         let engine = Self {
             inner: Arc::new(EngineInner {
                 serial,
@@ -266,6 +274,8 @@ impl Engine {
                 commit_lock: Mutex::new(()),
                 read_only: Mutex::new(None),
                 counters: Counters::default(),
+                locks,
+                next_trx_id: AtomicU64::new(1),
                 closed: AtomicBool::new(false),
                 _lock_file: lock_file,
             }),
@@ -532,6 +542,7 @@ impl Engine {
             flushing: self.inner.flushing.status(),
             recovery: self.inner.recovery,
             doublewrite: self.inner.spaces.page_writes().status(),
+            locks: self.inner.locks.stats(),
             page_compression: {
                 let (trims, failures) = self.inner.spaces.page_writes().hole_counts();
                 let encoder = self.inner.spaces.encoder();
@@ -565,6 +576,18 @@ impl Engine {
     /// Switches the controller that decides how many pages the page cleaner writes per second.
     pub fn set_flush_controller(&self, kind: FlushControllerKind) {
         self.inner.flushing.set_controller(kind);
+    }
+
+    /// Turns deadlock detection on or off for lock waits that start from now on (like `SET
+    /// GLOBAL innodb_deadlock_detect`).
+    pub fn set_deadlock_detect(&self, on: bool) {
+        self.inner.locks.set_deadlock_detect(on);
+    }
+
+    /// Sets the lock wait timeout for waits that start from now on (like `SET GLOBAL
+    /// innodb_lock_wait_timeout`).
+    pub fn set_lock_wait_timeout(&self, timeout: Duration) {
+        self.inner.locks.set_wait_timeout(timeout);
     }
 
     /// Switches the free-page policy while the engine runs (Percona:

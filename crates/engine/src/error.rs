@@ -161,6 +161,29 @@ pub enum Error {
     /// A table handle used after its table was dropped (or from another engine).
     #[error("table {0:?} was dropped or belongs to another engine")]
     StaleTable(String),
+    /// A row lock held by another transaction was not released within the lock wait timeout
+    /// ([`EngineOptions::lock_wait_timeout`](crate::EngineOptions::lock_wait_timeout)). Only
+    /// the request failed: the transaction keeps its other writes and locks and may go on,
+    /// commit or roll back (InnoDB's default, `innodb_rollback_on_timeout = OFF`).
+    #[error("lock wait timeout on a row of table {table:?}: waited {waited:?}; the transaction stays open")]
+    LockWaitTimeout {
+        /// The table of the row.
+        table: String,
+        /// How long the request waited.
+        waited: std::time::Duration,
+    },
+    /// The transaction was chosen as the victim of a deadlock and rolled back: its writes are
+    /// discarded and its locks released. Every later call on it returns this error again;
+    /// begin a new transaction to retry.
+    #[error("deadlock found while waiting for a row lock in table {table:?}; transaction {trx} was rolled back ({why})")]
+    Deadlock {
+        /// The table of the row the victim was waiting for.
+        table: String,
+        /// The victim's transaction id.
+        trx: u64,
+        /// The cycle found (transaction ids), or the chain too long to search.
+        why: String,
+    },
     /// The engine refuses writes and writes no page any more: a commit failed part-way, an
     /// `fsync` failed, or a change was left half-done in memory. What was committed since the
     /// last checkpoint is not written; reopen the database to continue from that checkpoint.

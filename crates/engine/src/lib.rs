@@ -57,6 +57,7 @@ pub use barracuda_doublewrite::{
     DoublewriteMode, DoublewriteStats, EffectiveMode as DoublewriteEffectiveMode,
 };
 pub use barracuda_io::Backend as IoBackend;
+pub use barracuda_lock::LockStats as LockStatus;
 pub use barracuda_page::PageSize;
 pub use barracuda_redo::flushing::FlushSettings;
 pub use barracuda_redo::log_path as redo_log_path;

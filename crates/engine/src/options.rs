@@ -64,6 +64,8 @@ pub struct EngineOptions {
     pub(crate) io_backend: barracuda_io::Backend,
     pub(crate) file_system: Option<Arc<dyn FileSystem>>,
     pub(crate) recovery_progress: Option<Arc<RecoveryProgress>>,
+    pub(crate) lock_wait_timeout: Duration,
+    pub(crate) deadlock_detect: bool,
 }
 
 impl Default for EngineOptions {
@@ -86,11 +88,33 @@ impl Default for EngineOptions {
             io_backend: barracuda_io::Backend::Std,
             file_system: None,
             recovery_progress: None,
+            lock_wait_timeout: Duration::from_secs(50),
+            deadlock_detect: true,
         }
     }
 }
 
 impl EngineOptions {
+    /// How long a transaction waits for a row lock another transaction holds before its
+    /// request fails with [`Error::LockWaitTimeout`](crate::Error::LockWaitTimeout). Default
+    /// 50 s (InnoDB: `innodb_lock_wait_timeout`); changeable at run time with
+    /// [`Engine::set_lock_wait_timeout`](crate::Engine::set_lock_wait_timeout).
+    #[must_use]
+    pub fn lock_wait_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_wait_timeout = timeout;
+        self
+    }
+
+    /// Whether a transaction that starts to wait for a row lock searches for a deadlock
+    /// (InnoDB: `innodb_deadlock_detect`). Default on; off, a deadlock lasts until a wait
+    /// times out. Changeable at run time with
+    /// [`Engine::set_deadlock_detect`](crate::Engine::set_deadlock_detect).
+    #[must_use]
+    pub fn deadlock_detect(mut self, on: bool) -> Self {
+        self.deadlock_detect = on;
+        self
+    }
+
     /// Page size of a *new* database. Default = 16 KiB; 4–64 KiB. An existing database keeps the
     /// size it was created with (InnoDB: `innodb_page_size`).
     #[must_use]

@@ -3,6 +3,7 @@
 use std::fmt;
 
 use barracuda_buffer_pool::PoolStats;
+use barracuda_lock::LockStats as LockStatus;
 use barracuda_page::PageSize;
 
 use crate::compression::PageCompressionStatus;
@@ -36,6 +37,9 @@ pub struct EngineStatus {
     /// Page compression: pages compressed, bytes saved, holes punched, pages decompressed,
     /// compression errors (MariaDB's counters), and the flush threads compressing.
     pub page_compression: PageCompressionStatus,
+    /// Row locks: requests, waits and their time, timeouts, deadlock searches (count, steps,
+    /// time) and deadlocks, locks held and transactions waiting now, and the settings in force.
+    pub locks: LockStatus,
     /// The oldest modification LSN among dirty pages (what a checkpoint would reach), if any.
     pub oldest_modification_lsn: Option<u64>,
     /// Rows returned by point reads (InnoDB: `Innodb_rows_read`, point reads only).
@@ -183,6 +187,32 @@ PAGE COMPRESSION
         )?;
         // The pool's Display carries its own section heading.
         write!(f, "{}", self.pool)?;
+        let l = &self.locks;
+        writeln!(f, "---------\nROW LOCKS\n---------")?;
+        writeln!(
+            f,
+            "{} lock requests, {} waits ({} us waited, longest {} us), {} timeouts; {} held now, \
+             {} waiting now; lock wait timeout {} ms",
+            l.requests,
+            l.waits,
+            l.wait_time_us,
+            l.wait_time_max_us,
+            l.timeouts,
+            l.held_now,
+            l.waiting_now,
+            l.wait_timeout_ms
+        )?;
+        writeln!(
+            f,
+            "deadlock detection {}: {} searches ({} steps, {} us), {} deadlocks ({} chains too \
+             deep)",
+            if l.deadlock_detect { "on" } else { "off" },
+            l.deadlock_searches,
+            l.deadlock_search_steps,
+            l.deadlock_search_ns / 1000,
+            l.deadlocks,
+            l.too_deep
+        )?;
         writeln!(f, "--------------\nROW OPERATIONS\n--------------")?;
         writeln!(
             f,

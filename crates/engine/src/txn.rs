@@ -1,8 +1,10 @@
-//! Write transactions: atomic batches with read-your-writes.
+//! Write transactions: atomic batches with read-your-writes and row locks.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+use barracuda_lock::{LockError, TrxLocks};
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -22,10 +24,23 @@ type StagedRows = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 /// in memory with no undo to take it back: the engine turns read-only, writes nothing more, and
 /// the next open recovers without the batch. A batch whose first row fails changed nothing and
 /// the engine stays writable.
+///
+/// **Row locks.** [`put`](Self::put), [`delete`](Self::delete) and
+/// [`get_for_update`](Self::get_for_update) take an exclusive lock on the row's key at once
+/// (InnoDB's `SELECT … FOR UPDATE` / `UPDATE` record locks), held until the transaction
+/// commits or rolls back; a row locked by another transaction makes the request wait, first
+/// come first served. A wait longer than the lock wait timeout fails the request with
+/// [`Error::LockWaitTimeout`] (the transaction stays usable); a wait that would close a cycle
+/// of waiting transactions is a deadlock, and its victim, the lightest transaction of the
+/// cycle, is rolled back with [`Error::Deadlock`]. Plain reads take no lock.
 pub struct Transaction<'e> {
     engine: &'e Engine,
     /// Per table (keyed by name, holding its handle), key → new value (`None` = delete).
     writes: BTreeMap<String, (Arc<TableInner>, StagedRows)>,
+    /// The row locks held, from the first locking call on.
+    locks: Option<TrxLocks>,
+    /// Set when the transaction was rolled back as a deadlock victim: (table, trx id, why).
+    deadlock_victim: Option<(String, u64, String)>,
     finished: bool,
 }
 
@@ -34,7 +49,53 @@ impl<'e> Transaction<'e> {
         Self {
             engine,
             writes: BTreeMap::new(),
+            locks: None,
+            deadlock_victim: None,
             finished: false,
+        }
+    }
+
+    /// The error every call returns once the transaction was rolled back as a deadlock victim.
+    fn check_alive(&self) -> Result<()> {
+        match &self.deadlock_victim {
+            Some((table, trx, why)) => Err(Error::Deadlock {
+                table: table.clone(),
+                trx: *trx,
+                why: why.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The transaction's id, once it has locked a row (ids are given at the first lock, as
+    /// InnoDB gives them at the first write).
+    pub fn id(&self) -> Option<u64> {
+        self.locks.as_ref().map(TrxLocks::id)
+    }
+
+    /// Takes the exclusive lock on `key` of `table`, waiting as long as the lock wait timeout
+    /// allows. A deadlock rolls the transaction back before the error is returned.
+    fn lock_row(&mut self, table: &Table, key: &[u8]) -> Result<()> {
+        let inner = &self.engine.inner;
+        let locks = self.locks.get_or_insert_with(|| {
+            inner
+                .locks
+                .begin(inner.next_trx_id.fetch_add(1, Ordering::Relaxed))
+        });
+        match locks.lock_exclusive(u64::from(table.space_id()), key) {
+            Ok(_) => Ok(()),
+            Err(LockError::Timeout { waited }) => Err(Error::LockWaitTimeout {
+                table: table.name().to_owned(),
+                waited,
+            }),
+            Err(LockError::Deadlock { trx, why }) => {
+                locks.release_all();
+                self.writes.clear();
+                inner.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
+                let victim = (table.name().to_owned(), trx, why);
+                self.deadlock_victim = Some(victim);
+                self.check_alive()
+            }
         }
     }
 
@@ -50,8 +111,10 @@ impl<'e> Transaction<'e> {
         Ok(&mut entry.1)
     }
 
-    /// Stages `key → value`. Keys and values over the limits are refused now, not at commit.
+    /// Locks `key` and stages `key → value`. Keys and values over the limits are refused now,
+    /// not at commit.
     pub fn put(&mut self, table: &Table, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_alive()?;
         check_key(self.engine, table, key)?;
         let (len, max) = (value.len() as u64, barracuda_btree::MAX_VALUE_LEN);
         if len > max {
@@ -61,20 +124,37 @@ impl<'e> Transaction<'e> {
                 max,
             });
         }
+        self.table_writes(table)?;
+        self.lock_row(table, key)?;
         self.table_writes(table)?
             .insert(key.to_vec(), Some(value.to_vec()));
         Ok(())
     }
 
-    /// Stages the deletion of `key`.
+    /// Locks `key` and stages its deletion.
     pub fn delete(&mut self, table: &Table, key: &[u8]) -> Result<()> {
+        self.check_alive()?;
         check_key(self.engine, table, key)?;
+        self.table_writes(table)?;
+        self.lock_row(table, key)?;
         self.table_writes(table)?.insert(key.to_vec(), None);
         Ok(())
     }
 
-    /// Reads `key`, seeing this transaction's own staged writes first.
+    /// Locks `key`, then reads it (InnoDB's `SELECT … FOR UPDATE`): the value read cannot
+    /// change under this transaction until it ends, so a read-modify-write through it loses
+    /// no update of another transaction.
+    pub fn get_for_update(&mut self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_alive()?;
+        check_key(self.engine, table, key)?;
+        table.tree_of(self.engine)?;
+        self.lock_row(table, key)?;
+        self.get(table, key)
+    }
+
+    /// Reads `key`, seeing this transaction's own staged writes first. Takes no lock.
     pub fn get(&self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_alive()?;
         if let Some((_, writes)) = self.writes.get(table.name()) {
             if let Some(staged) = writes.get(key) {
                 return Ok(staged.clone());
@@ -97,8 +177,15 @@ impl<'e> Transaction<'e> {
     /// visible, and durable as the engine's [`Durability`](crate::Durability) says: with
     /// `SyncEachCommit` the unit is synced before this returns. The engine's commit lock is
     /// released before the wait for the sync, so concurrent commits share one `fsync`.
+    ///
+    /// The row locks are released once the writes are applied, before the wait for the sync
+    /// (as InnoDB does): a transaction that then reads a released row and commits gets a later
+    /// LSN, so no crash can keep its commit and lose the one it read from.
     pub fn commit(mut self) -> Result<()> {
         self.finished = true;
+        self.check_alive()?;
+        // Dropped on every return below: that releases the locks.
+        let mut locks = self.locks.take();
         let writes = std::mem::take(&mut self.writes);
         if writes.is_empty() {
             return Ok(());
@@ -132,6 +219,9 @@ impl<'e> Transaction<'e> {
             inner.counters.commits.fetch_add(1, Ordering::Relaxed);
             end
         };
+        if let Some(locks) = &mut locks {
+            locks.release_all();
+        }
         if let Some(lsn) = commit_lsn {
             inner.log.log().wait_for_commit(lsn).map_err(|e| {
                 let err = Error::from(e);
@@ -142,10 +232,11 @@ impl<'e> Transaction<'e> {
         Ok(())
     }
 
-    /// Discards every staged write.
+    /// Discards every staged write and releases the row locks.
     pub fn rollback(mut self) {
         self.finished = true;
         self.writes.clear();
+        self.locks = None;
         self.engine
             .inner
             .counters

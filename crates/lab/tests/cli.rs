@@ -293,6 +293,38 @@ fn lab_all_quick_writes_tables_json_and_svgs() {
         field(&dw, "results.atomic-writes-simulated.mode_in_effect"),
         "atomic-writes"
     );
+
+    assert!(
+        all.contains("=== barracuda lab deadlock-detect ==="),
+        "{all}"
+    );
+    let dd = read_json(&out_dir.join("deadlock-detect.json"));
+    for setting in ["on", "off"] {
+        for threads in ["1", "10", "100", "300"] {
+            let at = format!("results.{setting}.{threads}");
+            assert!(number(&dd, &format!("{at}.tps")) > 0.0, "{at}");
+            assert!(number(&dd, &format!("{at}.p99_ms")) > 0.0, "{at}");
+            // One row cannot deadlock; with detection off nothing searches.
+            assert_eq!(
+                field(&dd, &format!("{at}.deadlocks")).as_u64(),
+                Some(0),
+                "{at}"
+            );
+            if setting == "off" {
+                let searches = field(&dd, &format!("{at}.deadlock_searches")).as_u64();
+                assert_eq!(searches, Some(0), "{at}");
+            }
+        }
+    }
+    // A wait behind a running owner is one search step, however many threads queue.
+    let (searches, steps) = (
+        number(&dd, "results.on.300.deadlock_searches"),
+        number(&dd, "results.on.300.deadlock_search_steps"),
+    );
+    assert!(
+        searches > 0.0 && (steps - searches).abs() < 1e-9,
+        "{searches} {steps}"
+    );
 }
 
 /// A closed database with one table of small and off-page (overflow) values.

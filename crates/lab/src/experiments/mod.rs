@@ -11,6 +11,7 @@ use crate::LabResult;
 
 mod adaptive_flushing;
 mod compression_footprint;
+mod deadlock_detect;
 mod doublewrite;
 mod free_list_stalls;
 mod group_commit;
@@ -99,6 +100,7 @@ pub fn registry() -> Vec<Box<dyn Experiment>> {
         Box::new(recovery::Recovery),
         Box::new(doublewrite::Doublewrite),
         Box::new(compression_footprint::CompressionFootprint),
+        Box::new(deadlock_detect::DeadlockDetect),
     ]
 }
 

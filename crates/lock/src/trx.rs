@@ -1,0 +1,313 @@
+//! A transaction's side of the lock table: requesting, waiting, releasing.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::LockError;
+use crate::manager::{LockKey, Queue, Shared};
+use crate::search::{search, Verdict};
+use crate::stats::Counters;
+
+/// How a granted [`TrxLocks::lock_exclusive`] got its lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acquired {
+    /// Nobody held it: granted without waiting.
+    Now,
+    /// This transaction already held it.
+    AlreadyHeld,
+    /// Granted when its previous owner released it, after this wait.
+    AfterWait(Duration),
+}
+
+/// One transaction's locks. Requests are made through `&mut self`: a transaction waits for
+/// one lock at a time. Dropping the handle releases every lock it holds.
+pub struct TrxLocks {
+    trx: Arc<TrxShared>,
+    shared: Arc<Shared>,
+    /// The keys this transaction owns, in the order it got them.
+    held: Vec<Arc<LockKey>>,
+}
+
+impl std::fmt::Debug for TrxLocks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrxLocks")
+            .field("trx", &self.trx.id)
+            .field("held", &self.held.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What other transactions may look at: the id, the weight and the wait slot.
+pub(crate) struct TrxShared {
+    pub(crate) id: u64,
+    /// Locks held plus the weight the owner added (undo records, say): a deadlock's victim is
+    /// its lightest transaction.
+    pub(crate) weight: AtomicU64,
+    pub(crate) slot: Mutex<WaitSlot>,
+    pub(crate) wake: Condvar,
+}
+
+impl TrxShared {
+    pub(crate) fn new(id: u64) -> Self {
+        Self {
+            id,
+            weight: AtomicU64::new(0),
+            slot: Mutex::new(WaitSlot::default()),
+            wake: Condvar::new(),
+        }
+    }
+}
+
+/// A transaction's wait: the key it is queued on (its edge in the wait-for graph) and how
+/// the wait ended. Written under the mutex of the key's shard when the edge appears or is
+/// resolved by a grant, and by a deadlock search that picks the transaction as its victim.
+#[derive(Default)]
+pub(crate) struct WaitSlot {
+    pub(crate) on: Option<Arc<LockKey>>,
+    pub(crate) outcome: Outcome,
+    /// Why the transaction was made a victim, when another transaction's search chose it.
+    pub(crate) victim_why: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Not waiting.
+    #[default]
+    Idle,
+    /// Queued, waiting for the grant.
+    Waiting,
+    /// The previous owner handed the lock over.
+    Granted,
+    /// A deadlock search chose this transaction as its victim.
+    Victim,
+}
+
+impl TrxLocks {
+    pub(crate) fn new(trx: Arc<TrxShared>, shared: Arc<Shared>) -> Self {
+        Self {
+            trx,
+            shared,
+            held: Vec::new(),
+        }
+    }
+
+    /// The transaction's id.
+    pub fn id(&self) -> u64 {
+        self.trx.id
+    }
+
+    /// The number of locks held.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Adds to the transaction's weight (say, one per undo record it wrote): of the
+    /// transactions in a deadlock, the one with the least weight is rolled back.
+    pub fn add_weight(&self, weight: u64) {
+        self.trx.weight.fetch_add(weight, Ordering::Relaxed);
+    }
+
+    /// Takes the exclusive lock on `(space, key)`: at once if nobody holds it, else after the
+    /// transactions queued before this one had it. Fails when the wait times out or this
+    /// transaction is chosen as a deadlock victim; then it is no longer queued, and it still
+    /// holds every lock it held (the caller rolls a deadlock victim back, which releases them).
+    pub fn lock_exclusive(&mut self, space: u64, key: &[u8]) -> Result<Acquired, LockError> {
+        let counters = &self.shared.counters;
+        Counters::bump(&counters.requests);
+        let wanted = LockKey {
+            space,
+            key: key.into(),
+        };
+        let queued_on = {
+            let mut shard = self.shared.shard(&wanted).lock();
+            match shard.queues.get_key_value(&wanted) {
+                None => {
+                    let key = Arc::new(wanted);
+                    shard.queues.insert(
+                        key.clone(),
+                        Queue {
+                            owner: self.trx.clone(),
+                            waiters: std::collections::VecDeque::new(),
+                        },
+                    );
+                    drop(shard);
+                    Counters::bump(&counters.held_now);
+                    self.now_held(key);
+                    return Ok(Acquired::Now);
+                }
+                Some((_, queue)) if Arc::ptr_eq(&queue.owner, &self.trx) => {
+                    return Ok(Acquired::AlreadyHeld);
+                }
+                Some((key, _)) => {
+                    let key = key.clone();
+                    if let Some(queue) = shard.queues.get_mut(&*key) {
+                        queue.waiters.push_back(self.trx.clone());
+                    }
+                    // The edge is published under the shard mutex, before any search runs.
+                    let mut slot = self.trx.slot.lock();
+                    slot.on = Some(key.clone());
+                    slot.outcome = Outcome::Waiting;
+                    slot.victim_why = None;
+                    key
+                }
+            }
+        };
+        Counters::bump(&counters.waits);
+        Counters::bump(&counters.waiting_now);
+        let started = Instant::now();
+        if self.shared.deadlock_detect() {
+            self.search_for_deadlock(&queued_on, started);
+        }
+        self.wait(queued_on, started)
+    }
+
+    /// Runs the deadlock search for the wait that just started on `key`; marks the victim of
+    /// a cycle it finds (this transaction or another) so that its wait ends.
+    fn search_for_deadlock(&self, key: &Arc<LockKey>, started: Instant) {
+        let counters = &self.shared.counters;
+        let (verdict, steps) = search(&self.shared, &self.trx, key.clone());
+        counters
+            .deadlock_search_steps
+            .fetch_add(steps, Ordering::Relaxed);
+        Counters::bump(&counters.deadlock_searches);
+        let elapsed = started.elapsed().as_nanos().try_into().unwrap_or(u64::MAX);
+        counters
+            .deadlock_search_ns
+            .fetch_add(elapsed, Ordering::Relaxed);
+        if let Some(Verdict {
+            victim,
+            why,
+            too_deep,
+        }) = verdict
+        {
+            let mut slot = victim.slot.lock();
+            // Another search may have chosen the same victim already, or the victim's wait
+            // may have ended meanwhile: then there is nothing to break.
+            if slot.outcome == Outcome::Waiting {
+                slot.outcome = Outcome::Victim;
+                slot.victim_why = Some(why);
+                drop(slot);
+                victim.wake.notify_one();
+                Counters::bump(&counters.deadlocks);
+                if too_deep {
+                    Counters::bump(&counters.too_deep);
+                }
+            }
+        }
+    }
+
+    /// Waits on `key` until granted, chosen as a victim, or timed out.
+    fn wait(&mut self, key: Arc<LockKey>, started: Instant) -> Result<Acquired, LockError> {
+        let deadline = started + self.shared.wait_timeout();
+        let mut slot = self.trx.slot.lock();
+        loop {
+            match slot.outcome {
+                Outcome::Granted => {
+                    *slot = WaitSlot::default();
+                    drop(slot);
+                    return Ok(self.granted_after_wait(key, started));
+                }
+                Outcome::Victim => {
+                    let why = slot.victim_why.take().unwrap_or_default();
+                    drop(slot);
+                    // A victim is never granted: grants skip transactions not `Waiting`.
+                    self.withdraw(&key);
+                    self.wait_ended(started);
+                    return Err(LockError::Deadlock {
+                        trx: self.trx.id,
+                        why,
+                    });
+                }
+                Outcome::Waiting | Outcome::Idle => {}
+            }
+            if self.trx.wake.wait_until(&mut slot, deadline).timed_out()
+                && slot.outcome == Outcome::Waiting
+            {
+                drop(slot);
+                if self.withdraw(&key) {
+                    return Ok(self.granted_after_wait(key, started));
+                }
+                self.wait_ended(started);
+                Counters::bump(&self.shared.counters.timeouts);
+                return Err(LockError::Timeout {
+                    waited: started.elapsed(),
+                });
+            }
+        }
+    }
+
+    fn granted_after_wait(&mut self, key: Arc<LockKey>, started: Instant) -> Acquired {
+        self.wait_ended(started);
+        self.now_held(key);
+        Acquired::AfterWait(started.elapsed())
+    }
+
+    fn wait_ended(&self, started: Instant) {
+        let micros = started.elapsed().as_micros().try_into().unwrap_or(u64::MAX);
+        self.shared.counters.wait_ended(micros);
+    }
+
+    fn now_held(&mut self, key: Arc<LockKey>) {
+        self.held.push(key);
+        self.trx.weight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Leaves `key`'s queue. Returns whether the lock had been granted meanwhile (then the
+    /// transaction owns it and stays the owner).
+    fn withdraw(&self, key: &Arc<LockKey>) -> bool {
+        let mut shard = self.shared.shard(key).lock();
+        let mut owned = false;
+        if let Some(queue) = shard.queues.get_mut(&**key) {
+            if Arc::ptr_eq(&queue.owner, &self.trx) {
+                owned = true;
+            } else {
+                queue.waiters.retain(|t| !Arc::ptr_eq(t, &self.trx));
+            }
+        }
+        *self.trx.slot.lock() = WaitSlot::default();
+        owned
+    }
+
+    /// Releases every lock this transaction holds, handing each to the first transaction
+    /// still waiting for it (first come, first served).
+    pub fn release_all(&mut self) {
+        for key in self.held.drain(..) {
+            let mut shard = self.shared.shard(&key).lock();
+            let Some(queue) = shard.queues.get_mut(&*key) else {
+                continue;
+            };
+            debug_assert!(Arc::ptr_eq(&queue.owner, &self.trx));
+            let mut next_owner = None;
+            while let Some(waiter) = queue.waiters.pop_front() {
+                let mut slot = waiter.slot.lock();
+                // A victim or a waiter that timed out is leaving the queue on its own.
+                if slot.outcome == Outcome::Waiting {
+                    slot.outcome = Outcome::Granted;
+                    drop(slot);
+                    waiter.wake.notify_one();
+                    next_owner = Some(waiter);
+                    break;
+                }
+            }
+            if let Some(owner) = next_owner {
+                queue.owner = owner;
+            } else {
+                shard.queues.remove(&*key);
+                self.shared
+                    .counters
+                    .held_now
+                    .fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        self.trx.weight.store(0, Ordering::Relaxed);
+    }
+}
+
+impl Drop for TrxLocks {
+    fn drop(&mut self) {
+        self.release_all();
+    }
+}
