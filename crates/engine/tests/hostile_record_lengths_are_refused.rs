@@ -16,8 +16,8 @@ use barracuda_page::seal_page;
 const PS: PageSize = PageSize::K4;
 const KEY: &[u8] = b"HOSTILE-OVERFLOW-KEY";
 /// Bytes from an overflow record's start to its key: kind, key_len, prefix_len, total_len,
-/// first_page (FORMATS.md, index records).
-const OVERFLOW_HEADER: usize = 17;
+/// first_page, trx_id, roll_ptr (FORMATS.md, index records).
+const OVERFLOW_HEADER: usize = barracuda_page::OVERFLOW_HEADER_SIZE;
 /// Offset of `total_len` inside an overflow record.
 const TOTAL_LEN_AT: usize = 5;
 

@@ -197,13 +197,18 @@ fn decoder_names_the_offset_of_the_fault() {
     );
     assert_eq!(
         decode(
-            &[0x2A, 0x01, 0x01, 0x01, 0x05, 0x00, 0x01, 0x00, 0x00, 0x00, 0x4B],
+            &[
+                // 23 bytes follow the header: page 1:1, subtype 1, position 5, and the record:
+                // kind 0, key_len 1, value_len 0, trx_id and roll_ptr 0 (13 bytes), key "K".
+                0x20, 0x17, 0x01, 0x01, 0x01, 0x05, 0x00, 0x01, 0x00, 0x00, 0x00, 0, 0, 0, 0, 0, 0,
+                0, 0, 0, 0, 0, 0, 0, 0x4B
+            ],
             P
         ),
         Ok(vec![Record::IndexInsert {
             page: PageId::new(1, 1),
             pos: 5,
-            record: &[0x00, 0x01, 0x00, 0x00, 0x00, 0x4B],
+            record: &[0x00, 0x01, 0x00, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x4B],
         }]),
         "INDEX_INSERT of key \"K\" with an empty value at record 5"
     );

@@ -309,11 +309,13 @@ pub fn law_index_ops_agree_with_model(
                 );
                 let actual = page.insert(pos, &rec.as_record());
                 if expected.is_ok() {
-                    model.map.insert(rec.key.clone(), rec.value.clone());
+                    model
+                        .map
+                        .insert(rec.key.clone(), (rec.value.clone(), rec.sys));
                 }
                 (actual, expected, rec.key.clone())
             }
-            IndexOp::Replace { at, value } => {
+            IndexOp::Replace { at, value, sys } => {
                 if n == 0 {
                     let rec = OwnedRecord::new(Vec::new(), value.clone());
                     let actual = page.replace(0, &rec.as_record());
@@ -327,7 +329,7 @@ pub fn law_index_ops_agree_with_model(
                     let old = model
                         .nth(i)
                         .unwrap_or_else(|| OwnedRecord::new(Vec::new(), value.clone()));
-                    let rec = OwnedRecord::new(old.key.clone(), value.clone());
+                    let rec = OwnedRecord::new(old.key.clone(), value.clone()).with_sys(*sys);
                     let expected = expected_check(ps, level, &rec).and_then(|_| {
                         let old_len = old.as_record().encoded_len();
                         let new_len = rec.as_record().encoded_len();
@@ -343,7 +345,9 @@ pub fn law_index_ops_agree_with_model(
                     });
                     let actual = page.replace(i, &rec.as_record());
                     if expected.is_ok() {
-                        model.map.insert(rec.key.clone(), rec.value.clone());
+                        model
+                            .map
+                            .insert(rec.key.clone(), (rec.value.clone(), rec.sys));
                     }
                     (actual, expected, rec.key)
                 }
@@ -505,7 +509,9 @@ pub fn law_split_preserves_records(
         IndexPage::open(right.as_bytes(), ps),
         "right page after insert",
     )?;
-    model.map.insert(record.key.clone(), record.value.clone());
+    model
+        .map
+        .insert(record.key.clone(), (record.value.clone(), record.sys));
     let mut both = page_records(&l);
     both.extend(page_records(&r));
     prop_assert_eq!(both, model.records(), "left ++ right != model");

@@ -4,7 +4,7 @@
 //! [`Record`] borrows its bytes, so strategies cannot return it; they return an [`OwnedRecord`]
 //! and tests borrow it back with [`OwnedRecord::as_record`].
 
-use barracuda_page::{record_size, IndexPage, PageNo, Record, ValueRef};
+use barracuda_page::{record_size, IndexPage, PageNo, Record, SysFields, ValueRef};
 use proptest::sample::Index;
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -68,19 +68,32 @@ impl OwnedValue {
     }
 }
 
-/// The owned form of [`Record`]: a key and an [`OwnedValue`].
+/// The owned form of [`Record`]: a key, an [`OwnedValue`] and the transaction fields.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct OwnedRecord {
     /// The key (memcmp order).
     pub key: Vec<u8>,
     /// The value.
     pub value: OwnedValue,
+    /// The transaction fields (leaf records; [`SysFields::NONE`] on child records).
+    pub sys: SysFields,
 }
 
 impl OwnedRecord {
-    /// Builds a record from its parts.
+    /// Builds a record from its parts, with no transaction fields ([`SysFields::NONE`]).
     pub fn new(key: Vec<u8>, value: OwnedValue) -> Self {
-        Self { key, value }
+        Self {
+            key,
+            value,
+            sys: SysFields::NONE,
+        }
+    }
+
+    /// The same record with transaction fields `sys`.
+    #[must_use]
+    pub fn with_sys(mut self, sys: SysFields) -> Self {
+        self.sys = sys;
+        self
     }
 
     /// Borrows it as a [`Record`], the form the page API takes.
@@ -88,6 +101,7 @@ impl OwnedRecord {
         Record {
             key: &self.key,
             value: self.value.as_value_ref(),
+            sys: self.sys,
         }
     }
 
@@ -96,6 +110,7 @@ impl OwnedRecord {
         Self {
             key: record.key.to_vec(),
             value: OwnedValue::from_value_ref(record.value),
+            sys: record.sys,
         }
     }
 
@@ -133,12 +148,15 @@ pub enum IndexOp {
         /// The record.
         record: OwnedRecord,
     },
-    /// Give the record at a position (resolved in `0..len`) a new value, keeping its key.
+    /// Give the record at a position (resolved in `0..len`) a new value and transaction
+    /// fields, keeping its key.
     Replace {
         /// Position, resolved in `0..len`.
         at: Index,
         /// The new value.
         value: OwnedValue,
+        /// The new transaction fields.
+        sys: SysFields,
     },
     /// Remove the record at a position (resolved in `0..len`).
     Remove {
@@ -153,8 +171,8 @@ pub enum IndexOp {
 /// construction.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IndexModel {
-    /// Key → value.
-    pub map: BTreeMap<Vec<u8>, OwnedValue>,
+    /// Key → value and transaction fields.
+    pub map: BTreeMap<Vec<u8>, (OwnedValue, SysFields)>,
 }
 
 impl IndexModel {
@@ -163,7 +181,7 @@ impl IndexModel {
         Self {
             map: records
                 .into_iter()
-                .map(|r| (r.key.clone(), r.value.clone()))
+                .map(|r| (r.key.clone(), (r.value.clone(), r.sys)))
                 .collect(),
         }
     }
@@ -196,17 +214,18 @@ impl IndexModel {
         self.map
             .iter()
             .nth(i)
-            .map(|(k, v)| OwnedRecord::new(k.clone(), v.clone()))
+            .map(|(k, (v, sys))| OwnedRecord::new(k.clone(), v.clone()).with_sys(*sys))
     }
 
     /// Bytes the records and their slots take in a page.
     pub fn used_bytes(&self) -> usize {
         self.map
             .iter()
-            .map(|(k, v)| {
+            .map(|(k, (v, sys))| {
                 record_size(&Record {
                     key: k,
                     value: v.as_value_ref(),
+                    sys: *sys,
                 })
             })
             .sum()
@@ -216,7 +235,7 @@ impl IndexModel {
     pub fn records(&self) -> Vec<OwnedRecord> {
         self.map
             .iter()
-            .map(|(k, v)| OwnedRecord::new(k.clone(), v.clone()))
+            .map(|(k, (v, sys))| OwnedRecord::new(k.clone(), v.clone()).with_sys(*sys))
             .collect()
     }
 }

@@ -11,7 +11,7 @@ use barracuda_page::space::FLAG_RESERVED_MASK;
 use barracuda_page::{
     index_capacity, max_inline_value_len, max_key_len, max_overflow_prefix_len, payload_capacity,
     seal_page, CatalogEntry, CatalogPage, FileHeader, IndexPage, Lsn, OverflowPage, PageError,
-    PageId, PageNo, PageSize, PageType, SpaceHeader, FIL_NULL,
+    PageId, PageNo, PageSize, PageType, SpaceHeader, SysFields, FIL_NULL, MAX_ROLL_PTR, MAX_TRX_ID,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -160,10 +160,34 @@ fn overflow_value(max_prefix: usize) -> impl Strategy<Value = OwnedValue> {
 pub fn record(page_size: PageSize, level: u16) -> impl Strategy<Value = OwnedRecord> {
     // Key and value are drawn independently (no flat_map: cheaper, and shrinks better), then
     // the value is cut to what the key leaves room for.
-    (key(max_key_len(page_size)), value(page_size, level, 0)).prop_map(move |(k, v)| {
-        let v = fit_value(page_size, k.len(), v);
-        OwnedRecord::new(k, v)
-    })
+    (
+        key(max_key_len(page_size)),
+        value(page_size, level, 0),
+        sys_fields(level),
+    )
+        .prop_map(move |(k, v, sys)| {
+            let v = fit_value(page_size, k.len(), v);
+            OwnedRecord::new(k, v).with_sys(sys)
+        })
+}
+
+/// Transaction fields for a record on a page of `level`: on leaves mostly none, otherwise any
+/// id and roll pointer in range, delete-marked or not; on internal pages always none.
+pub fn sys_fields(level: u16) -> BoxedStrategy<SysFields> {
+    if level > 0 {
+        return Just(SysFields::NONE).boxed();
+    }
+    prop_oneof![
+        1 => Just(SysFields::NONE),
+        3 => (0..=MAX_TRX_ID, 0..=MAX_ROLL_PTR, any::<bool>()).prop_map(
+            |(trx_id, roll_ptr, deleted)| SysFields {
+                trx_id,
+                roll_ptr,
+                deleted,
+            }
+        ),
+    ]
+    .boxed()
 }
 
 /// Cuts an inline value or an overflow prefix to the longest that fits with a `key_len`-byte
@@ -211,7 +235,7 @@ fn fit_in_page(page_size: PageSize, records: Vec<OwnedRecord>) -> Vec<OwnedRecor
         let size = r.size_bytes();
         if size <= free && !model.map.contains_key(&r.key) {
             free -= size;
-            model.map.insert(r.key, r.value);
+            model.map.insert(r.key, (r.value, r.sys));
         }
     }
     model.records()
@@ -438,8 +462,8 @@ pub fn index_ops(
         8 => op_record(page_size, level).prop_map(IndexOp::Insert),
         1 => (any::<Index>(), op_record(page_size, level))
             .prop_map(|(at, record)| IndexOp::InsertAt { at, record }),
-        3 => (any::<Index>(), op_value(page_size, level))
-            .prop_map(|(at, value)| IndexOp::Replace { at, value }),
+        3 => (any::<Index>(), op_value(page_size, level), sys_fields(level))
+            .prop_map(|(at, value, sys)| IndexOp::Replace { at, value, sys }),
         3 => any::<Index>().prop_map(|at| IndexOp::Remove { at }),
         1 => Just(IndexOp::Compact),
     ];

@@ -1,15 +1,24 @@
 //! Record encoding inside an index page.
 //!
-//! Format (all little-endian; `kind` low 2 bits, the other 6 bits reserved, MUST be 0):
-//! - inline:   `{ kind=0 u8 | key_len u16 | value_len u16 | key | value }`
+//! Format (all little-endian; `kind` low 2 bits, bit 5 the delete mark of a leaf record, the
+//! other bits reserved, MUST be 0):
+//! - inline:   `{ kind=0 u8 | key_len u16 | value_len u16 | trx_id u48 | roll_ptr u56 | key |
+//!               value }`
 //! - overflow: `{ kind=1 u8 | key_len u16 | prefix_len u16 | total_len u64 | first_page u32 |
-//!               key | prefix }`
+//!               trx_id u48 | roll_ptr u56 | key | prefix }`
 //! - child:    `{ kind=2 u8 | key_len u16 | child u32 | key }`
+//!
+//! `trx_id` and `roll_ptr` are InnoDB's `DB_TRX_ID` (6 bytes) and `DB_ROLL_PTR` (7 bytes): the
+//! transaction that last changed the record and where its previous version is, in the undo log
+//! ([`SysFields`]). They sit at a fixed offset before the key, so that a transaction can rewrite
+//! them (and the delete mark) in place without re-encoding the record.
 //!
 //! InnoDB: ROW_FORMAT=DYNAMIC stores a 20-byte external pointer; ours is 12 bytes plus an optional
 //! inline prefix, since a key-value store has no column boundaries to keep prefixes of.
 
-use crate::bytes::{put, put_u16, put_u32, put_u64, slice_at, u16_at, u32_at, u64_at, u8_at};
+use crate::bytes::{
+    get_array, put, put_u16, put_u32, put_u64, slice_at, u16_at, u32_at, u64_at, u8_at,
+};
 use crate::ids::{PageNo, FIL_NULL};
 
 /// The longest value an overflow record may describe: 4 GiB − 1 bytes. The format could
@@ -23,11 +32,28 @@ pub(crate) const KIND_INLINE: u8 = 0;
 pub(crate) const KIND_OVERFLOW: u8 = 1;
 /// Record kind byte: child pointer of an internal node.
 pub(crate) const KIND_CHILD: u8 = 2;
+/// The kind bits of the first byte.
+const KIND_MASK: u8 = 0b11;
+/// The delete mark in the first byte of a leaf record (InnoDB: `REC_INFO_DELETED_FLAG`).
+pub(crate) const DELETE_MARK: u8 = 0x20;
 
+/// Bytes of a leaf record's transaction fields: `trx_id` (6) and `roll_ptr` (7).
+pub const SYS_FIELDS_SIZE: usize = TRX_ID_SIZE + ROLL_PTR_SIZE;
+const TRX_ID_SIZE: usize = 6;
+const ROLL_PTR_SIZE: usize = 7;
+/// The largest transaction id a record can hold (48 bits, as InnoDB's `DB_TRX_ID`).
+pub const MAX_TRX_ID: u64 = (1 << 48) - 1;
+/// The largest roll pointer a record can hold (56 bits, as InnoDB's `DB_ROLL_PTR`).
+pub const MAX_ROLL_PTR: u64 = (1 << 56) - 1;
+
+/// Offset, inside an inline record, of its transaction fields.
+pub const INLINE_SYS_OFFSET: usize = 5;
+/// Offset, inside an overflow record, of its transaction fields.
+pub const OVERFLOW_SYS_OFFSET: usize = 17;
 /// Fixed bytes before the key of an inline record.
-pub const INLINE_HEADER_SIZE: usize = 5;
+pub const INLINE_HEADER_SIZE: usize = INLINE_SYS_OFFSET + SYS_FIELDS_SIZE;
 /// Fixed bytes before the key of an overflow record.
-pub const OVERFLOW_HEADER_SIZE: usize = 17;
+pub const OVERFLOW_HEADER_SIZE: usize = OVERFLOW_SYS_OFFSET + SYS_FIELDS_SIZE;
 /// Fixed bytes before the key of a child-pointer record.
 pub const CHILD_HEADER_SIZE: usize = 7;
 
@@ -51,13 +77,77 @@ pub enum ValueRef<'a> {
     Child(PageNo),
 }
 
-/// A record: a key and its value. Used both to insert records and to read them from a page.
+/// The transaction fields of a leaf record: who changed it last, where its previous version
+/// is, and whether it is delete-marked (InnoDB: `DB_TRX_ID`, `DB_ROLL_PTR` and
+/// `REC_INFO_DELETED_FLAG`). All zero — the default — means "no history: visible to every
+/// reader", what a record written outside transactions or purged of its history holds.
+/// Child records carry none (they are always the default).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Hash)]
+pub struct SysFields {
+    /// The id of the transaction that last changed the record; at most [`MAX_TRX_ID`].
+    pub trx_id: u64,
+    /// Where the record's previous version is in the undo log (the undo log defines the
+    /// bits); at most [`MAX_ROLL_PTR`].
+    pub roll_ptr: u64,
+    /// Whether the record is delete-marked: deleted by `trx_id`, kept until purge removes it.
+    pub deleted: bool,
+}
+
+impl SysFields {
+    /// Fields with no history: transaction 0, no previous version, not deleted.
+    pub const NONE: Self = Self {
+        trx_id: 0,
+        roll_ptr: 0,
+        deleted: false,
+    };
+
+    /// Writes `trx_id` and `roll_ptr` (13 bytes, little-endian) at `buf[off..]`.
+    pub(crate) fn encode_ids(&self, buf: &mut [u8], off: usize) {
+        let trx = self.trx_id.to_le_bytes();
+        let roll = self.roll_ptr.to_le_bytes();
+        put(buf, off, trx.get(..TRX_ID_SIZE).unwrap_or_default());
+        put(
+            buf,
+            off + TRX_ID_SIZE,
+            roll.get(..ROLL_PTR_SIZE).unwrap_or_default(),
+        );
+    }
+
+    /// Reads the 13 bytes of ids at `buf[off..]` and the delete mark from `kind_byte`.
+    pub(crate) fn decode(buf: &[u8], off: usize, kind_byte: u8) -> Option<Self> {
+        let raw: [u8; SYS_FIELDS_SIZE] = get_array(buf, off)?;
+        let (trx, roll) = raw.split_at(TRX_ID_SIZE);
+        let mut trx_id = [0u8; 8];
+        let mut roll_ptr = [0u8; 8];
+        trx_id.get_mut(..TRX_ID_SIZE)?.copy_from_slice(trx);
+        roll_ptr.get_mut(..ROLL_PTR_SIZE)?.copy_from_slice(roll);
+        Some(Self {
+            trx_id: u64::from_le_bytes(trx_id),
+            roll_ptr: u64::from_le_bytes(roll_ptr),
+            deleted: kind_byte & DELETE_MARK != 0,
+        })
+    }
+
+    /// The first byte of a leaf record of `kind` with these fields.
+    pub(crate) const fn kind_byte(&self, kind: u8) -> u8 {
+        if self.deleted {
+            kind | DELETE_MARK
+        } else {
+            kind
+        }
+    }
+}
+
+/// A record: a key, its value and, for leaf records, its transaction fields. Used both to
+/// insert records and to read them from a page.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Record<'a> {
     /// The key bytes (compared with `memcmp` order, as `&[u8]`'s `Ord`).
     pub key: &'a [u8],
     /// The value.
     pub value: ValueRef<'a>,
+    /// The transaction fields (leaf records; always [`SysFields::NONE`] for child records).
+    pub sys: SysFields,
 }
 
 /// A record read from a page (the same type as the one inserted).
@@ -69,7 +159,15 @@ impl<'a> Record<'a> {
         Self {
             key,
             value: ValueRef::Inline(value),
+            sys: SysFields::NONE,
         }
+    }
+
+    /// The same record with the transaction fields `sys` (meaningful for leaf records only).
+    #[must_use]
+    pub const fn with_sys(mut self, sys: SysFields) -> Self {
+        self.sys = sys;
+        self
     }
 
     /// A leaf record whose value lives in an overflow chain starting at `first_page`.
@@ -86,6 +184,7 @@ impl<'a> Record<'a> {
                 total_len,
                 first_page,
             },
+            sys: SysFields::NONE,
         }
     }
 
@@ -94,6 +193,7 @@ impl<'a> Record<'a> {
         Self {
             key,
             value: ValueRef::Child(child),
+            sys: SysFields::NONE,
         }
     }
 
@@ -126,7 +226,16 @@ impl<'a> Record<'a> {
         if self.key.len() > usize::from(u16::MAX) {
             return Some("key length does not fit in u16");
         }
+        if self.sys.trx_id > MAX_TRX_ID {
+            return Some("transaction id above 2^48 - 1");
+        }
+        if self.sys.roll_ptr > MAX_ROLL_PTR {
+            return Some("roll pointer above 2^56 - 1");
+        }
         match self.value {
+            ValueRef::Child(_) if self.sys != SysFields::NONE => {
+                Some("a child record with transaction fields")
+            }
             ValueRef::Inline(v) if v.len() > usize::from(u16::MAX) => {
                 Some("inline value length does not fit in u16")
             }
@@ -182,9 +291,10 @@ impl<'a> Record<'a> {
         let key_len = self.key.len() as u16;
         match self.value {
             ValueRef::Inline(v) => {
-                put(buf, off, &[KIND_INLINE]);
+                put(buf, off, &[self.sys.kind_byte(KIND_INLINE)]);
                 put_u16(buf, off + 1, key_len);
                 put_u16(buf, off + 3, v.len() as u16);
+                self.sys.encode_ids(buf, off + INLINE_SYS_OFFSET);
                 put(buf, off + INLINE_HEADER_SIZE, self.key);
                 put(buf, off + INLINE_HEADER_SIZE + self.key.len(), v);
             }
@@ -193,11 +303,12 @@ impl<'a> Record<'a> {
                 total_len,
                 first_page,
             } => {
-                put(buf, off, &[KIND_OVERFLOW]);
+                put(buf, off, &[self.sys.kind_byte(KIND_OVERFLOW)]);
                 put_u16(buf, off + 1, key_len);
                 put_u16(buf, off + 3, prefix.len() as u16);
                 put_u64(buf, off + 5, total_len);
                 put_u32(buf, off + 13, first_page);
+                self.sys.encode_ids(buf, off + OVERFLOW_SYS_OFFSET);
                 put(buf, off + OVERFLOW_HEADER_SIZE, self.key);
                 put(buf, off + OVERFLOW_HEADER_SIZE + self.key.len(), prefix);
             }
@@ -217,7 +328,7 @@ impl<'a> Record<'a> {
     #[inline]
     pub(crate) fn decode_key(buf: &'a [u8], off: usize, limit: usize) -> Option<&'a [u8]> {
         let heap = buf.get(..limit)?;
-        let header = match u8_at(heap, off)? {
+        let header = match u8_at(heap, off)? & !DELETE_MARK {
             KIND_INLINE => INLINE_HEADER_SIZE,
             KIND_OVERFLOW => OVERFLOW_HEADER_SIZE,
             KIND_CHILD => CHILD_HEADER_SIZE,
@@ -235,16 +346,21 @@ impl<'a> Record<'a> {
     ) -> Result<(Self, usize), &'static str> {
         let heap = buf.get(..limit).ok_or("record limit beyond page")?;
         let oob = "record runs past the heap top";
-        let kind = u8_at(heap, off).ok_or(oob)?;
+        let first = u8_at(heap, off).ok_or(oob)?;
+        let kind = first & KIND_MASK;
+        if first & !(KIND_MASK | DELETE_MARK) != 0 || (kind == KIND_CHILD && first != KIND_CHILD) {
+            return Err("unknown record kind or reserved kind bits set");
+        }
         let key_len = usize::from(u16_at(heap, off + 1).ok_or(oob)?);
         match kind {
             KIND_INLINE => {
                 let value_len = usize::from(u16_at(heap, off + 3).ok_or(oob)?);
+                let sys = SysFields::decode(heap, off + INLINE_SYS_OFFSET, first).ok_or(oob)?;
                 let key = slice_at(heap, off + INLINE_HEADER_SIZE, key_len).ok_or(oob)?;
                 let value =
                     slice_at(heap, off + INLINE_HEADER_SIZE + key_len, value_len).ok_or(oob)?;
                 Ok((
-                    Self::inline(key, value),
+                    Self::inline(key, value).with_sys(sys),
                     INLINE_HEADER_SIZE + key_len + value_len,
                 ))
             }
@@ -252,10 +368,11 @@ impl<'a> Record<'a> {
                 let prefix_len = usize::from(u16_at(heap, off + 3).ok_or(oob)?);
                 let total_len = u64_at(heap, off + 5).ok_or(oob)?;
                 let first_page = u32_at(heap, off + 13).ok_or(oob)?;
+                let sys = SysFields::decode(heap, off + OVERFLOW_SYS_OFFSET, first).ok_or(oob)?;
                 let key = slice_at(heap, off + OVERFLOW_HEADER_SIZE, key_len).ok_or(oob)?;
                 let prefix =
                     slice_at(heap, off + OVERFLOW_HEADER_SIZE + key_len, prefix_len).ok_or(oob)?;
-                let rec = Self::overflow(key, prefix, total_len, first_page);
+                let rec = Self::overflow(key, prefix, total_len, first_page).with_sys(sys);
                 if let Some(what) = rec.shape_error() {
                     return Err(what);
                 }
@@ -309,8 +426,19 @@ mod tests {
 
     #[test]
     fn every_kind_round_trips() {
+        let sys = SysFields {
+            trx_id: MAX_TRX_ID,
+            roll_ptr: MAX_ROLL_PTR,
+            deleted: true,
+        };
         let recs = [
             Record::inline(b"key", b"value"),
+            Record::inline(b"key", b"value").with_sys(sys),
+            Record::overflow(b"big", b"pre", 100_000, 77).with_sys(SysFields {
+                trx_id: 0x0102_0304_0506,
+                roll_ptr: 0x07_0605_0403_0201,
+                deleted: false,
+            }),
             Record::inline(b"", b""),
             Record::overflow(b"big", b"pre", 100_000, 77),
             Record::overflow(b"big", b"", 1, 78),
@@ -326,6 +454,43 @@ mod tests {
             // One byte short of the limit is out of bounds.
             assert!(Record::decode(&buf, 3, 2 + rec.encoded_len()).is_err());
         }
+    }
+
+    #[test]
+    fn transaction_fields_sit_before_the_key_and_out_of_range_ones_are_refused() {
+        let rec = Record::inline(b"k", b"v").with_sys(SysFields {
+            trx_id: 0x0605_0403_0201,
+            roll_ptr: 0x0D_0C0B_0A09_0807,
+            deleted: true,
+        });
+        let mut out = Vec::new();
+        rec.encode_to(&mut out).expect("valid");
+        assert_eq!(
+            out,
+            [0x20, 1, 0, 1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, b'k', b'v']
+        );
+        let too_big = |sys| Record::inline(b"k", b"v").with_sys(sys).shape_error();
+        assert!(too_big(SysFields {
+            trx_id: MAX_TRX_ID + 1,
+            ..SysFields::NONE
+        })
+        .is_some());
+        assert!(too_big(SysFields {
+            roll_ptr: MAX_ROLL_PTR + 1,
+            ..SysFields::NONE
+        })
+        .is_some());
+        // A child record has none; a delete-marked child byte is refused when decoding.
+        let child = Record::child(b"k", 3).with_sys(SysFields {
+            deleted: true,
+            ..SysFields::NONE
+        });
+        assert!(child.shape_error().is_some());
+        assert!(Record::decode_exact(&[0x22, 1, 0, 3, 0, 0, 0, b'k']).is_err());
+        assert!(
+            Record::decode_exact(&[0x40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+                .is_err()
+        );
     }
 
     #[test]

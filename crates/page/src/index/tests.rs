@@ -327,7 +327,8 @@ fn replace_grows_shrinks_and_uses_garbage() {
         page.replace(0, &Record::inline(&[9], b"")),
         Err(PageError::KeyOutOfOrder { index: 0 })
     );
-    // Five records of 788 bytes fill 3940 of 4008 bytes: growing one by 210 cannot fit.
+    // Five records of 801 bytes (18-byte header, 1-byte key, 780-byte value, 2-byte slot) fill
+    // 4005 of 4008 bytes: growing one by 200 cannot fit.
     let mut page = leaf(ps);
     let value = vec![1u8; 780];
     for k in 0..5u8 {
@@ -338,7 +339,7 @@ fn replace_grows_shrinks_and_uses_garbage() {
     page.insert(2, &Record::inline(&[2], &value))
         .expect("fits after compaction");
     let before = page.as_bytes().to_vec();
-    let r = page.replace(3, &Record::inline(&[3], &[0; 990]));
+    let r = page.replace(3, &Record::inline(&[3], &[0; 980]));
     assert!(matches!(r, Err(PageError::PageFull { .. })), "{r:?}");
     assert_eq!(page.as_bytes(), before.as_slice());
 }
