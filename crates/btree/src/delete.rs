@@ -2,7 +2,7 @@
 //! under-full pages and lowers the root.
 
 use barracuda_buffer_pool::ExclusiveGuard;
-use barracuda_page::PageId;
+use barracuda_page::{PageId, SysFields};
 
 use crate::error::{BTreeError, Result};
 use crate::held::Held;
@@ -17,19 +17,24 @@ impl BTree {
         if key.len() > node::max_key_len(self.ctx.pool.page_size()) {
             return Ok(false);
         }
-        let previous = match self.delete_optimistic(key)? {
-            Some(previous) => previous,
-            None => self.delete_pessimistic(key)?,
-        };
+        let previous = self.remove_key(key, false)?;
         if let Previous::Overflow { first_page } = previous {
             free_unreachable_chain(self, first_page);
         }
         Ok(previous != Previous::Absent)
     }
 
+    /// Removes `key`'s record; returns what it was, copied whole when `capture`.
+    pub(crate) fn remove_key(&self, key: &[u8], capture: bool) -> Result<Previous> {
+        match self.delete_optimistic(key, capture)? {
+            Some(previous) => Ok(previous),
+            None => self.delete_pessimistic(key, capture),
+        }
+    }
+
     /// Removes the record from its leaf when the leaf stays at least a quarter full (or is the
     /// root). `None` means the removal would leave the leaf under-full (the leaf was not changed).
-    fn delete_optimistic(&self, key: &[u8]) -> Result<Option<Previous>> {
+    fn delete_optimistic(&self, key: &[u8], capture: bool) -> Result<Option<Previous>> {
         let mut leaf = self.descend_leaf_exclusive(key)?;
         let id = leaf.page_id();
         let (pos, previous) = {
@@ -41,7 +46,7 @@ impl BTree {
             if id.page_no != self.root && after < node.underflow_threshold() {
                 return Ok(None);
             }
-            (pos, Previous::of(node.value(pos)?))
+            (pos, Previous::at(&node, pos, capture)?)
         };
         let mut mtr = Mtr::new(self.ctx.log.as_ref());
         NodeMut::open(leaf.described_change_mut(), id, self)?.remove(pos)?;
@@ -51,7 +56,7 @@ impl BTree {
         Ok(Some(previous))
     }
 
-    fn delete_pessimistic(&self, key: &[u8]) -> Result<Previous> {
+    fn delete_pessimistic(&self, key: &[u8], capture: bool) -> Result<Previous> {
         let largest = node::max_separator_record(self.ctx.pool.page_size());
         // Safe: losing its largest possible record cannot make the node under-full.
         let (mut guard, path) = self.descend_pessimistic(key, |node| {
@@ -62,7 +67,7 @@ impl BTree {
         let (pos, previous) = {
             let leaf = NodeRef::open(&guard, id, self)?;
             match leaf.search(key) {
-                Ok(pos) => (pos, Previous::of(leaf.value(pos)?)),
+                Ok(pos) => (pos, Previous::at(&leaf, pos, capture)?),
                 Err(_) => return Ok(Previous::Absent),
             }
         };
@@ -234,7 +239,8 @@ impl BTree {
                     r.key(i)?
                 };
                 let at = l.len();
-                if !l.insert(at, key, r.value(i)?)? {
+                // Moved with its transaction fields: a merge changes no record's history.
+                if !l.insert(at, key, r.value(i)?, r.sys(i)?)? {
                     return Err(BTreeError::corrupt(
                         left_id,
                         "merge overflowed a checked page",
@@ -290,7 +296,12 @@ impl BTree {
             l.take_first_from(&mut r, k)?;
         }
         let separator = crate::insert::shortest_separator(l.key(l.len() - 1)?, r.key(0)?);
-        if !p.replace(right_idx, &separator, Value::Child(right_id.page_no))? {
+        if !p.replace(
+            right_idx,
+            &separator,
+            Value::Child(right_id.page_no),
+            SysFields::NONE,
+        )? {
             return Err(BTreeError::corrupt(
                 parent_id,
                 "separator did not fit after a room check",

@@ -1,16 +1,17 @@
 //! Insert and replace: optimistic leaf change, or a pessimistic descent that splits.
 
 use barracuda_buffer_pool::ExclusiveGuard;
-use barracuda_page::PageNo;
+use barracuda_page::{PageNo, SysFields};
 
 use crate::error::{BTreeError, Result};
 use crate::mtr::{IndexChange, Mtr};
 use crate::node::{self, Node, NodeMut, NodeRef, Value, MAX_VALUE_LEN};
 use crate::overflow;
 use crate::tree::{BTree, Target};
+use crate::versioned::{StoredRecord, StoredValue};
 
-/// What a put found under its key before it wrote.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a put or delete found under its key before it wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Previous {
     /// The key was absent.
     Absent,
@@ -18,13 +19,32 @@ pub(crate) enum Previous {
     Inline,
     /// The key had an off-page value whose chain must be freed once the new record is in.
     Overflow { first_page: PageNo },
+    /// The record found, copied whole: a versioned change hands it to its caller, which keeps
+    /// the old version (and its overflow chain) for the undo log.
+    Captured(StoredRecord),
 }
 
 impl Previous {
-    pub(crate) fn of(value: Value<'_>) -> Self {
-        match value {
+    /// What record `pos` of `node` is: copied whole when `capture`, else only its kind.
+    pub(crate) fn at(node: &NodeRef<'_>, pos: usize, capture: bool) -> Result<Self> {
+        let value = node.value(pos)?;
+        if capture {
+            return Ok(Self::Captured(StoredRecord {
+                value: StoredValue::of(node.id(), value)?,
+                sys: node.sys(pos)?,
+            }));
+        }
+        Ok(match value {
             Value::Overflow { first_page, .. } => Self::Overflow { first_page },
             Value::Inline(_) | Value::Child(_) => Self::Inline,
+        })
+    }
+
+    /// The captured record, if there was one.
+    pub(crate) fn into_captured(self) -> Option<StoredRecord> {
+        match self {
+            Self::Captured(record) => Some(record),
+            Self::Absent | Self::Inline | Self::Overflow { .. } => None,
         }
     }
 }
@@ -58,7 +78,7 @@ impl BTree {
         } else {
             (Value::Inline(value), None)
         };
-        match self.put_value(key, stored) {
+        match self.put_value(key, stored, SysFields::NONE, false) {
             Ok(previous) => {
                 if let Previous::Overflow { first_page } = previous {
                     free_unreachable_chain(self, first_page);
@@ -77,24 +97,33 @@ impl BTree {
         }
     }
 
-    fn put_value(&self, key: &[u8], value: Value<'_>) -> Result<Previous> {
-        if let Some(previous) = self.put_optimistic(key, value)? {
+    /// Places `key → value` with transaction fields `sys`; returns what was there, copied whole
+    /// when `capture`.
+    pub(crate) fn put_value(
+        &self,
+        key: &[u8],
+        value: Value<'_>,
+        sys: SysFields,
+        capture: bool,
+    ) -> Result<Previous> {
+        let record = LeafRecord { key, value, sys };
+        if let Some(previous) = self.put_optimistic(record, capture)? {
             return Ok(previous);
         }
-        self.put_pessimistic(key, value)
+        self.put_pessimistic(record, capture)
     }
 
     /// Shared latches down to the leaf's parent, an exclusive latch on the leaf; succeeds when the
     /// record fits in the leaf. `None` means a split is needed (the leaf was not changed).
-    fn put_optimistic(&self, key: &[u8], value: Value<'_>) -> Result<Option<Previous>> {
-        let mut leaf = self.descend_leaf_exclusive(key)?;
+    fn put_optimistic(&self, record: LeafRecord<'_>, capture: bool) -> Result<Option<Previous>> {
+        let mut leaf = self.descend_leaf_exclusive(record.key)?;
         let id = leaf.page_id();
-        let fit = LeafFit::of(&NodeRef::open(&leaf, id, self)?, self, key, value)?;
+        let fit = LeafFit::of(&NodeRef::open(&leaf, id, self)?, self, record, capture)?;
         if !fit.fits {
             return Ok(None);
         }
         let mut mtr = Mtr::new(self.ctx.log.as_ref());
-        fit.apply(&mut mtr, &mut leaf, self, key, value)?;
+        fit.apply(&mut mtr, &mut leaf, self, record)?;
         mtr.changed(leaf);
         mtr.commit()?;
         Ok(Some(fit.previous))
@@ -170,7 +199,8 @@ impl BTree {
 
     /// Exclusive latches from the root; ancestors are released as soon as the node below them
     /// can take one more separator without splitting.
-    fn put_pessimistic(&self, key: &[u8], value: Value<'_>) -> Result<Previous> {
+    fn put_pessimistic(&self, record: LeafRecord<'_>, capture: bool) -> Result<Previous> {
+        let LeafRecord { key, value, sys } = record;
         let page_size = self.ctx.pool.page_size();
         let leaf_record = node::record_size(page_size, key.len(), value);
         let separator_record = node::max_separator_record(page_size);
@@ -183,10 +213,10 @@ impl BTree {
             node.free_space() >= needed
         })?;
         let id = guard.page_id();
-        let fit = LeafFit::of(&NodeRef::open(&guard, id, self)?, self, key, value)?;
+        let fit = LeafFit::of(&NodeRef::open(&guard, id, self)?, self, record, capture)?;
         if fit.fits {
             let mut mtr = Mtr::new(self.ctx.log.as_ref());
-            fit.apply(&mut mtr, &mut guard, self, key, value)?;
+            fit.apply(&mut mtr, &mut guard, self, record)?;
             mtr.changed(guard);
             mtr.commit()?;
             return Ok(fit.previous);
@@ -204,11 +234,19 @@ impl BTree {
             }
             Err(pos) => pos,
         };
-        self.split_and_insert(&mut mtr, &mut held, guard, path, pos, key, value)?;
+        self.split_and_insert(&mut mtr, &mut held, guard, path, pos, key, value, sys)?;
         mtr.commit()?;
         drop(held);
         Ok(fit.previous)
     }
+}
+
+/// A leaf record to place: key, value and transaction fields.
+#[derive(Clone, Copy)]
+pub(crate) struct LeafRecord<'a> {
+    pub(crate) key: &'a [u8],
+    pub(crate) value: Value<'a>,
+    pub(crate) sys: SysFields,
 }
 
 /// Whether a record fits its leaf, decided on a read-only view so that a leaf that must split is
@@ -221,15 +259,15 @@ struct LeafFit {
 }
 
 impl LeafFit {
-    fn of(node: &NodeRef<'_>, tree: &BTree, key: &[u8], value: Value<'_>) -> Result<Self> {
-        let needed = node::record_size(tree.ctx.pool.page_size(), key.len(), value);
-        let found = node.search(key);
+    fn of(node: &NodeRef<'_>, tree: &BTree, record: LeafRecord<'_>, capture: bool) -> Result<Self> {
+        let needed = node::record_size(tree.ctx.pool.page_size(), record.key.len(), record.value);
+        let found = node.search(record.key);
         Ok(match found {
             Ok(pos) => Self {
                 found,
                 // The old record's bytes are freed by the replacement.
                 fits: needed <= node.free_space() + node.record_size_at(pos)?,
-                previous: Previous::of(node.value(pos)?),
+                previous: Previous::at(node, pos, capture)?,
             },
             Err(_) => Self {
                 found,
@@ -246,17 +284,16 @@ impl LeafFit {
         mtr: &mut Mtr<'_>,
         leaf: &mut ExclusiveGuard<'_>,
         tree: &BTree,
-        key: &[u8],
-        value: Value<'_>,
+        LeafRecord { key, value, sys }: LeafRecord<'_>,
     ) -> Result<()> {
         let id = leaf.page_id();
         let mut node = NodeMut::open(leaf.described_change_mut(), id, tree)?;
         let placed = match self.found {
-            Ok(pos) => node.replace(pos, key, value)?,
-            Err(pos) => node.insert(pos, key, value)?,
+            Ok(pos) => node.replace(pos, key, value, sys)?,
+            Err(pos) => node.insert(pos, key, value, sys)?,
         };
         if placed {
-            let record = value.record(key);
+            let record = value.record(key, sys);
             mtr.describe(
                 leaf,
                 match self.found {

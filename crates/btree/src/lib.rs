@@ -49,6 +49,7 @@ mod overflow;
 mod split;
 pub mod testing;
 mod tree;
+mod versioned;
 
 pub use alloc::PageAllocator;
 pub use check::TreeStats;
@@ -57,3 +58,4 @@ pub use iter::RangeIter;
 pub use mtr::{IndexChange, LogSink, LsnRange, Mtr, MtrSummary, PageChange, PlaceholderLog};
 pub use node::{max_key_len, MAX_VALUE_LEN};
 pub use tree::{BTree, TreeContext};
+pub use versioned::{StoredRecord, StoredValue};

@@ -3,7 +3,7 @@
 
 use barracuda_page::{
     index_capacity, FileHeader, IndexPage, PageError, PageId, PageNo, PageSize, PageType, Record,
-    SplitPoint, ValueRef, FIL_NULL,
+    SplitPoint, SysFields, ValueRef, FIL_NULL,
 };
 
 use crate::error::{BTreeError, Result};
@@ -30,13 +30,15 @@ pub(crate) enum Value<'a> {
 }
 
 impl<'a> Value<'a> {
-    pub(crate) fn record(self, key: &'a [u8]) -> Record<'a> {
+    /// The page record for `key → self` with transaction fields `sys` (ignored for child
+    /// pointers, which carry none).
+    pub(crate) fn record(self, key: &'a [u8], sys: SysFields) -> Record<'a> {
         match self {
-            Value::Inline(v) => Record::inline(key, v),
+            Value::Inline(v) => Record::inline(key, v).with_sys(sys),
             Value::Overflow {
                 total_len,
                 first_page,
-            } => Record::overflow(key, &[], total_len, first_page),
+            } => Record::overflow(key, &[], total_len, first_page).with_sys(sys),
             Value::Child(child) => Record::child(key, child),
         }
     }
@@ -165,6 +167,14 @@ impl<B: AsRef<[u8]>> Node<B> {
             .map_err(page_err(self.id))
     }
 
+    /// The transaction fields of record `i` ([`SysFields::NONE`] for child records).
+    pub(crate) fn sys(&self, i: usize) -> Result<SysFields> {
+        self.page
+            .record(i)
+            .map(|r| r.sys)
+            .map_err(page_err(self.id))
+    }
+
     pub(crate) fn child(&self, i: usize) -> Result<PageNo> {
         match self.value(i)? {
             Value::Child(child) if child != FIL_NULL => Ok(child),
@@ -240,7 +250,9 @@ impl<B: AsRef<[u8]>> Node<B> {
 
     /// Where to split before inserting `key → value` at `pos`.
     pub(crate) fn split_point(&self, pos: usize, key: &[u8], value: Value<'_>) -> SplitPoint {
-        self.page.split_point(pos, &value.record(key))
+        // Records of any transaction fields have the same size.
+        self.page
+            .split_point(pos, &value.record(key, SysFields::NONE))
     }
 }
 
@@ -274,8 +286,14 @@ impl<'a> Node<&'a mut [u8]> {
     }
 
     /// Inserts at `pos`; `Ok(false)` when the record does not fit (the page is unchanged).
-    pub(crate) fn insert(&mut self, pos: usize, key: &[u8], value: Value<'_>) -> Result<bool> {
-        match self.page.insert(pos, &value.record(key)) {
+    pub(crate) fn insert(
+        &mut self,
+        pos: usize,
+        key: &[u8],
+        value: Value<'_>,
+        sys: SysFields,
+    ) -> Result<bool> {
+        match self.page.insert(pos, &value.record(key, sys)) {
             Ok(()) => Ok(true),
             Err(PageError::PageFull { .. }) => Ok(false),
             Err(source) => Err(BTreeError::Page {
@@ -286,8 +304,14 @@ impl<'a> Node<&'a mut [u8]> {
     }
 
     /// Replaces record `i`; `Ok(false)` when the new record does not fit (page unchanged).
-    pub(crate) fn replace(&mut self, i: usize, key: &[u8], value: Value<'_>) -> Result<bool> {
-        match self.page.replace(i, &value.record(key)) {
+    pub(crate) fn replace(
+        &mut self,
+        i: usize,
+        key: &[u8],
+        value: Value<'_>,
+        sys: SysFields,
+    ) -> Result<bool> {
+        match self.page.replace(i, &value.record(key, sys)) {
             Ok(()) => Ok(true),
             Err(PageError::PageFull { .. }) => Ok(false),
             Err(source) => Err(BTreeError::Page {

@@ -10,7 +10,7 @@
 
 use barracuda_buffer_pool::ExclusiveGuard;
 use barracuda_page::header::{OFF_NEXT, OFF_PREV};
-use barracuda_page::PageNo;
+use barracuda_page::{PageNo, SysFields};
 
 use crate::error::{BTreeError, Result};
 use crate::held::Held;
@@ -75,9 +75,10 @@ impl BTree {
         pos: usize,
         key: &[u8],
         value: Value<'_>,
+        sys: SysFields,
     ) -> Result<()> {
         let (mut parent, mut pending) =
-            self.split_up(mtr, held, guard, &mut path, pos, key, value)?;
+            self.split_up(mtr, held, guard, &mut path, pos, (key, value, sys))?;
         loop {
             let (pos, separator, right) = pending;
             let child = Value::Child(right);
@@ -85,27 +86,36 @@ impl BTree {
             let fits = NodeRef::open(&parent, id, self)?.free_space()
                 >= node::record_size(self.ctx.pool.page_size(), separator.len(), child);
             if fits {
-                if !NodeMut::open(parent.described_change_mut(), id, self)?
-                    .insert(pos, &separator, child)?
-                {
+                if !NodeMut::open(parent.described_change_mut(), id, self)?.insert(
+                    pos,
+                    &separator,
+                    child,
+                    SysFields::NONE,
+                )? {
                     return Err(BTreeError::corrupt(
                         id,
                         "separator did not fit after a room check",
                     ));
                 }
-                let record = child.record(&separator);
+                let record = child.record(&separator, SysFields::NONE);
                 mtr.describe(&parent, IndexChange::Insert { pos, record })?;
                 mtr.changed(parent);
                 return Ok(());
             }
-            (parent, pending) =
-                self.split_up(mtr, held, parent, &mut path, pos, &separator, child)?;
+            (parent, pending) = self.split_up(
+                mtr,
+                held,
+                parent,
+                &mut path,
+                pos,
+                (&separator, child, SysFields::NONE),
+            )?;
         }
     }
 
     /// Splits `guard`'s node placing `key → value` at `pos`, and returns the node's parent
     /// (latched) with what to post there: `(position, separator, new right page)`.
-    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
+    #[allow(clippy::type_complexity)]
     fn split_up<'a>(
         &'a self,
         mtr: &mut Mtr<'a>,
@@ -113,11 +123,10 @@ impl BTree {
         guard: ExclusiveGuard<'a>,
         path: &mut Vec<(ExclusiveGuard<'a>, usize)>,
         pos: usize,
-        key: &[u8],
-        value: Value<'_>,
+        record: (&[u8], Value<'_>, SysFields),
     ) -> Result<(ExclusiveGuard<'a>, (usize, Vec<u8>, PageNo))> {
         let (mut node, (parent, idx)) = self.prepare_split(held, guard, path)?;
-        let (separator, right) = self.split_node(mtr, held, &mut node, pos, key, value)?;
+        let (separator, right) = self.split_node(mtr, held, &mut node, pos, record)?;
         mtr.changed(node);
         Ok((parent, (idx + 1, separator, right)))
     }
@@ -158,8 +167,12 @@ impl BTree {
             None,
             self.ctx.pool.page_size(),
         )?;
-        let placed =
-            NodeMut::open(&mut guard, id, self)?.insert(0, &[], Value::Child(child_id.page_no))?;
+        let placed = NodeMut::open(&mut guard, id, self)?.insert(
+            0,
+            &[],
+            Value::Child(child_id.page_no),
+            SysFields::NONE,
+        )?;
         if !placed {
             return Err(BTreeError::corrupt(
                 id,
@@ -177,8 +190,7 @@ impl BTree {
         held: &mut Held<'a>,
         guard: &mut ExclusiveGuard<'a>,
         pos: usize,
-        key: &[u8],
-        value: Value<'_>,
+        (key, value, sys): (&[u8], Value<'_>, SysFields),
     ) -> Result<(Vec<u8>, PageNo)> {
         let id = guard.page_id();
         let (level, old_next, split) = {
@@ -209,14 +221,14 @@ impl BTree {
             mtr.describe(guard, link_change(guard, OFF_NEXT))?;
             let placed = if split.insert_left {
                 let placed = NodeMut::open(guard.described_change_mut(), id, self)?
-                    .insert(pos, key, value)?;
+                    .insert(pos, key, value, sys)?;
                 if placed {
-                    let record = value.record(key);
+                    let record = value.record(key, sys);
                     mtr.describe(guard, IndexChange::Insert { pos, record })?;
                 }
                 placed
             } else {
-                right_node.insert(pos - split.at, key, value)?
+                right_node.insert(pos - split.at, key, value, sys)?
             };
             if !placed {
                 return Err(BTreeError::corrupt(

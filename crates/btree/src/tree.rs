@@ -186,7 +186,7 @@ impl BTree {
     }
 
     /// The descent; point reads skip the fences, which cost an allocation per level.
-    fn descend(&self, target: Target<'_>, with_fences: bool) -> Result<LeafAt<'_>> {
+    pub(crate) fn descend(&self, target: Target<'_>, with_fences: bool) -> Result<LeafAt<'_>> {
         let mut guard = self.ctx.pool.get_shared(self.page_id(self.root))?;
         let mut upper: Option<Vec<u8>> = None;
         let mut lower: Option<Vec<u8>> = None;

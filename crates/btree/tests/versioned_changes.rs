@@ -1,0 +1,144 @@
+//! The versioned record operations: transaction fields are written and kept (through splits
+//! and merges), and what a versioned change replaces or removes is handed back whole, its
+//! overflow chain still allocated until the caller frees or restores it.
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+#![allow(
+    clippy::big_endian_bytes,
+    reason = "big-endian keys sort in numeric order under memcmp"
+)]
+
+use std::sync::Arc;
+
+use barracuda_btree::{testing::MemAllocator, BTree, PlaceholderLog, StoredValue, TreeContext};
+use barracuda_buffer_pool::{testing::MemStore, BufferPool, PoolConfig};
+use barracuda_page::{PageSize, SysFields};
+
+fn tree(page_size: PageSize) -> (BTree, Arc<MemAllocator>) {
+    let store = Arc::new(MemStore::new(page_size));
+    store.create_space(1, u32::MAX);
+    let pool = BufferPool::new(PoolConfig::new(page_size).capacity_pages(256), store).unwrap();
+    let alloc = Arc::new(MemAllocator::new());
+    let ctx = TreeContext::new(pool, alloc.clone(), Arc::new(PlaceholderLog::default()));
+    (BTree::create(ctx, 1, 7).unwrap(), alloc)
+}
+
+fn sys(trx_id: u64, roll_ptr: u64, deleted: bool) -> SysFields {
+    SysFields {
+        trx_id,
+        roll_ptr,
+        deleted,
+    }
+}
+
+#[test]
+fn a_versioned_put_writes_the_fields_and_returns_the_record_it_replaced() {
+    let (tree, _) = tree(PageSize::K4);
+    assert_eq!(
+        tree.put_versioned(b"k", b"one", sys(5, 50, false)).unwrap(),
+        None
+    );
+    let stored = tree.get_stored(b"k").unwrap().unwrap();
+    assert_eq!(stored.sys, sys(5, 50, false));
+    assert_eq!(stored.value, StoredValue::Inline(b"one".to_vec()));
+    // A plain reader sees the newest value, whatever its fields say.
+    assert_eq!(tree.get(b"k").unwrap().as_deref(), Some(&b"one"[..]));
+
+    let old = tree
+        .put_versioned(b"k", b"two", sys(6, 60, true))
+        .unwrap()
+        .unwrap();
+    assert_eq!(old.sys, sys(5, 50, false));
+    assert_eq!(old.value, StoredValue::Inline(b"one".to_vec()));
+    assert_eq!(
+        tree.get_stored(b"k").unwrap().unwrap().sys,
+        sys(6, 60, true)
+    );
+    assert_eq!(tree.get_stored(b"absent").unwrap(), None);
+}
+
+#[test]
+fn a_replaced_overflow_value_keeps_its_chain_until_it_is_freed_or_restored() {
+    let (tree, alloc) = tree(PageSize::K4);
+    let root_only = alloc.allocated_pages(1);
+    let big_old = vec![0xA1u8; 20_000];
+    let big_new = vec![0xB2u8; 30_000];
+    tree.put_versioned(b"blob", &big_old, sys(1, 10, false))
+        .unwrap();
+    let with_old = alloc.allocated_pages(1);
+    let old = tree
+        .put_versioned(b"blob", &big_new, sys(2, 20, false))
+        .unwrap()
+        .unwrap();
+    let StoredValue::Overflow { total_len, .. } = old.value else {
+        panic!("an off-page value: {old:?}");
+    };
+    assert_eq!(total_len, 20_000);
+    // Both chains are allocated, and the old one still reads back.
+    assert!(alloc.allocated_pages(1) > with_old);
+    assert_eq!(tree.read_stored(&old.value).unwrap(), big_old);
+    assert_eq!(tree.get(b"blob").unwrap().unwrap(), big_new);
+
+    // A rollback puts the old version back and frees the chain of the version it undoes.
+    let undone = tree
+        .put_stored(b"blob", &old.value, old.sys)
+        .unwrap()
+        .unwrap();
+    assert_eq!(undone.sys, sys(2, 20, false));
+    tree.free_stored(&undone.value).unwrap();
+    assert_eq!(tree.get(b"blob").unwrap().unwrap(), big_old);
+    assert_eq!(
+        tree.get_stored(b"blob").unwrap().unwrap().sys,
+        sys(1, 10, false)
+    );
+    assert_eq!(alloc.allocated_pages(1), with_old, "no page leaked");
+    tree.check().unwrap();
+
+    // Purge removes the record and then frees its chain.
+    let removed = tree.remove_stored(b"blob").unwrap().unwrap();
+    assert_eq!(tree.get(b"blob").unwrap(), None);
+    assert_eq!(tree.read_stored(&removed.value).unwrap(), big_old);
+    tree.free_stored(&removed.value).unwrap();
+    assert_eq!(tree.remove_stored(b"blob").unwrap(), None);
+    // Every page but the root leaf is free again.
+    assert_eq!(alloc.allocated_pages(1), root_only);
+    tree.check().unwrap();
+}
+
+#[test]
+fn transaction_fields_survive_splits_and_merges() {
+    let (tree, _) = tree(PageSize::K4);
+    let n = 3000u64;
+    let key = |i: u64| i.to_be_bytes();
+    for i in 0..n {
+        tree.put_versioned(&key(i), &[0x5A; 120], sys(i + 1, i * 7, i % 3 == 0))
+            .unwrap();
+    }
+    assert!(tree.check().unwrap().height >= 2, "splits happened");
+    // Deleting most records merges leaves and moves records between them.
+    for i in (0..n).filter(|i| i % 10 != 0) {
+        tree.remove_stored(&key(i)).unwrap().unwrap();
+    }
+    tree.check().unwrap();
+    for i in (0..n).filter(|i| i % 10 == 0) {
+        let stored = tree.get_stored(&key(i)).unwrap().unwrap();
+        assert_eq!(stored.sys, sys(i + 1, i * 7, i % 3 == 0), "key {i}");
+    }
+}
+
+#[test]
+fn a_plain_put_writes_records_without_history() {
+    let (tree, _) = tree(PageSize::K4);
+    tree.put_versioned(b"k", b"v", sys(9, 90, true)).unwrap();
+    tree.put(b"k", b"w").unwrap();
+    assert_eq!(tree.get_stored(b"k").unwrap().unwrap().sys, SysFields::NONE);
+}
+
+#[test]
+fn restoring_an_inline_value_too_long_for_the_leaf_is_refused() {
+    let (tree, _) = tree(PageSize::K4);
+    let err = tree
+        .put_stored(b"k", &StoredValue::Inline(vec![0; 4000]), SysFields::NONE)
+        .unwrap_err();
+    assert!(err.to_string().contains("longer than the limit"), "{err}");
+    assert_eq!(tree.get(b"k").unwrap(), None);
+}
