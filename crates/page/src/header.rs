@@ -53,6 +53,12 @@ pub enum PageType {
     Overflow,
     /// A page of the catalog in `system.ibs`. Value 4.
     Catalog,
+    /// A page of a transaction's undo log (InnoDB: FIL_PAGE_UNDO_LOG). Value 18.
+    Undo,
+    /// The transaction system page of the undo tablespace: the next transaction id, the
+    /// history list, the active logs (InnoDB: FIL_PAGE_TYPE_TRX_SYS and the rollback segment
+    /// header). Value 19.
+    TrxSys,
 }
 
 impl PageType {
@@ -60,8 +66,6 @@ impl PageType {
     pub const RESERVED_COMPRESSED_INDEX: u16 = 16;
     /// Reserved: a page-compressed (punch-hole) image (MariaDB: FIL_PAGE_PAGE_COMPRESSED).
     pub const RESERVED_PAGE_COMPRESSED: u16 = 17;
-    /// Reserved: an undo log page (InnoDB: FIL_PAGE_UNDO_LOG), for MVCC later.
-    pub const RESERVED_UNDO: u16 = 18;
 
     /// The on-disk value.
     pub const fn to_u16(self) -> u16 {
@@ -71,6 +75,8 @@ impl PageType {
             Self::Index => 2,
             Self::Overflow => 3,
             Self::Catalog => 4,
+            Self::Undo => 18,
+            Self::TrxSys => 19,
         }
     }
 
@@ -82,6 +88,8 @@ impl PageType {
             2 => Some(Self::Index),
             3 => Some(Self::Overflow),
             4 => Some(Self::Catalog),
+            18 => Some(Self::Undo),
+            19 => Some(Self::TrxSys),
             _ => None,
         }
     }
@@ -356,7 +364,6 @@ mod tests {
         for v in [
             PageType::RESERVED_COMPRESSED_INDEX,
             PageType::RESERVED_PAGE_COMPRESSED,
-            PageType::RESERVED_UNDO,
         ] {
             assert_eq!(PageType::from_u16(v), None);
         }

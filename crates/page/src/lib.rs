@@ -40,6 +40,8 @@ mod ids;
 pub mod index;
 pub mod overflow;
 pub mod space;
+pub mod trx_sys;
+pub mod undo;
 mod unused;
 
 pub use catalog::{CatalogEntry, CatalogPage};
@@ -56,4 +58,6 @@ pub use index::{
 };
 pub use overflow::{payload_capacity, OverflowPage};
 pub use space::{bit_index, bitmap_page_for, pages_per_bitmap, AllocationBitmap, SpaceHeader};
+pub use trx_sys::TrxSysPage;
+pub use undo::{UndoKind, UndoLogHeader, UndoLogState, UndoPage, UndoRecord};
 pub use unused::zero_unused_space;

@@ -35,7 +35,16 @@ pub fn zero_unused_space(page: &mut [u8], page_size: PageSize) -> Result<(), Pag
             zero(page, FIL_HEADER_SIZE, page_size.bytes() - FIL_TRAILER_SIZE);
             Ok(())
         }
-        PageType::SpaceHeader | PageType::Overflow | PageType::Catalog => Ok(()),
+        PageType::Undo => {
+            let free = crate::undo::UndoPage::open(&*page, page_size)?.free();
+            zero(
+                page,
+                usize::from(free),
+                page_size.bytes() - FIL_TRAILER_SIZE,
+            );
+            Ok(())
+        }
+        PageType::SpaceHeader | PageType::Overflow | PageType::Catalog | PageType::TrxSys => Ok(()),
     }
 }
 

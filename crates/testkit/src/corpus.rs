@@ -11,10 +11,11 @@ use barracuda_page::catalog::{capacity as catalog_capacity, CATALOG_ENTRIES_STAR
 use barracuda_page::index::{OFF_GARBAGE, OFF_HEAP_TOP, OFF_LEVEL, OFF_N_RECS};
 use barracuda_page::overflow::OFF_PAYLOAD_LEN;
 use barracuda_page::space::{format_bitmap_page, pages_per_bitmap, OFF_SPACE_PAGE_SHIFT};
+use barracuda_page::undo::{OFF_LOG_STATE, OFF_UNDO_FREE, OFF_UNDO_LAST, UNDO_LOG_DATA};
 use barracuda_page::{
     max_inline_value_len, payload_capacity, seal_page, set_page_lsn, AllocationBitmap,
     CatalogEntry, CatalogPage, FileHeader, IndexPage, OverflowPage, PageError, PageId, PageSize,
-    PageType, Record, SpaceHeader, FIL_NULL,
+    PageType, Record, SpaceHeader, TrxSysPage, UndoKind, UndoPage, UndoRecord, FIL_NULL,
 };
 
 /// One file of the seed corpus.
@@ -280,7 +281,7 @@ pub fn seeds() -> Result<Vec<Seed>, PageError> {
     set_page_lsn(&mut torn, 0xFFFF_0000_1234);
     out.push(seed(t, "torn", torn));
     let mut unknown = free_page(k4);
-    put_u16(&mut unknown, 24, PageType::RESERVED_UNDO);
+    put_u16(&mut unknown, 24, PageType::RESERVED_COMPRESSED_INDEX);
     out.push(seed(t, "unknown-type", sealed(unknown)));
     add_noise(&mut out, t, &leaf, &mut rng);
 
@@ -404,5 +405,70 @@ pub fn seeds() -> Result<Vec<Seed>, PageError> {
         out.push(seed(t, name, page));
     }
     add_noise(&mut out, t, &base, &mut rng);
+
+    // undo_decode: undo header pages and later pages with records, transaction system pages;
+    // broken fields.
+    let t = "undo_decode";
+    for ps in PageSize::ALL {
+        let tag = size_tag(ps);
+        let header = sealed(undo_page(ps, 3, 3, &mut rng)?);
+        add_page(&mut out, t, &format!("undo-header-{tag}"), ps, &header);
+        let later = sealed(undo_page(ps, 4, 3, &mut rng)?);
+        add_page(&mut out, t, &format!("undo-later-{tag}"), ps, &later);
+        let mut sys = TrxSysPage::init(vec![0u8; ps.bytes()], ps, PageId::new(9, 1), 512)?;
+        sys.set_slot(0, 3);
+        sys.set_history(5, 6, 2);
+        let sys = sealed(sys.as_bytes().to_vec());
+        add_page(&mut out, t, &format!("trx-sys-{tag}"), ps, &sys);
+    }
+    let base = undo_page(k4, 3, 3, &mut rng)?;
+    let broken: [(&str, usize, u8); 4] = [
+        ("undo-bad-free", OFF_UNDO_FREE + 1, 0x0F),
+        ("undo-bad-state", OFF_LOG_STATE, 7),
+        ("undo-bad-kind", UNDO_LOG_DATA + 2, 9),
+        ("undo-bad-last", OFF_UNDO_LAST, 0),
+    ];
+    for (name, off, v) in broken {
+        let mut page = base.clone();
+        if let Some(b) = page.get_mut(off) {
+            *b = v;
+        }
+        out.push(seed(t, name, page));
+    }
+    add_noise(&mut out, t, &base, &mut rng);
     Ok(out)
+}
+
+/// An undo page `page_no` of the log whose header page is `first`, with a few records of
+/// every kind.
+fn undo_page(ps: PageSize, page_no: u32, first: u32, rng: &mut Rng) -> Result<Vec<u8>, PageError> {
+    let prev = if page_no == first { FIL_NULL } else { first };
+    let mut page = UndoPage::init(
+        vec![0u8; ps.bytes()],
+        ps,
+        PageId::new(9, page_no),
+        first,
+        prev,
+    )?;
+    if page_no == first {
+        page.init_log_header(41);
+        page.set_record_count(3);
+    }
+    let old = rng.bytes(60);
+    for (undo_no, (kind, payload)) in [
+        (UndoKind::Insert, &b"inserted-key"[..]),
+        (UndoKind::Update, &old[..]),
+        (UndoKind::DeleteMark, &old[..20]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        page.append(&UndoRecord {
+            kind,
+            space: 5,
+            undo_no: undo_no as u32,
+            payload,
+        })?;
+    }
+    Ok(page.as_bytes().to_vec())
 }

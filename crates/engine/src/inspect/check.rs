@@ -194,6 +194,10 @@ fn scan_page(
         }
         PageType::SpaceHeader => bad(report, "space header page outside a bitmap position".into()),
         PageType::Catalog => bad(report, "catalog page in a table's tablespace".into()),
+        PageType::Undo | PageType::TrxSys => bad(
+            report,
+            format!("{:?} page in a table's tablespace", header.page_type),
+        ),
         PageType::Free => {
             report.free_pages += 1;
             if in_use && bitmap_ok {

@@ -76,6 +76,24 @@ pub enum PageBody {
         /// The decoded page.
         page: CatalogPage,
     },
+    /// A page of a transaction's undo log.
+    Undo {
+        /// The log header, on the log's first page.
+        log: Option<barracuda_page::UndoLogHeader>,
+        /// Records on this page.
+        records: usize,
+        /// The next page of the log, or `FIL_NULL`.
+        next: PageNo,
+    },
+    /// The transaction system page of the undo tablespace.
+    TrxSys {
+        /// Every transaction id handed out is below this.
+        max_trx_id: u64,
+        /// Committed logs waiting for purge.
+        history_len: u32,
+        /// Undo logs of transactions that have not committed.
+        active_logs: usize,
+    },
     /// A page freed by the B-tree.
     Free,
     /// The body does not decode.
@@ -225,6 +243,22 @@ fn decode_body(page_type: PageType, page_no: PageNo, page_size: PageSize, buf: &
             Ok(page) => PageBody::Catalog { page },
             Err(e) => undecodable(e),
         },
+        PageType::Undo => match barracuda_page::UndoPage::open(buf, page_size) {
+            Ok(page) => PageBody::Undo {
+                log: page.log_header(),
+                records: page.records().count(),
+                next: page.next_page(),
+            },
+            Err(e) => undecodable(e),
+        },
+        PageType::TrxSys => match barracuda_page::TrxSysPage::open(buf, page_size) {
+            Ok(page) => PageBody::TrxSys {
+                max_trx_id: page.max_trx_id(),
+                history_len: page.history_len(),
+                active_logs: page.active_logs().count(),
+            },
+            Err(e) => undecodable(e),
+        },
     }
 }
 
@@ -314,6 +348,35 @@ impl fmt::Display for PageView {
                 writeln!(f, "  free_hint     {}", header.free_hint)?;
                 writeln!(f, "  bitmap: {pages_in_use} pages in use in its range")
             }
+            PageBody::Undo { log, records, next } => {
+                if let Some(log) = log {
+                    writeln!(
+                        f,
+                        "undo log header: transaction {}, commit number {}, {:?}, {} records, \
+                         appending to page {}, next in history {}",
+                        log.trx_id,
+                        log.trx_no,
+                        log.state,
+                        log.records,
+                        log.last_page,
+                        page_no_text(log.history_next)
+                    )?;
+                }
+                writeln!(
+                    f,
+                    "undo page: {records} records, next page {}",
+                    page_no_text(*next)
+                )
+            }
+            PageBody::TrxSys {
+                max_trx_id,
+                history_len,
+                active_logs,
+            } => writeln!(
+                f,
+                "transaction system: ids below {max_trx_id}, history list length {history_len}, \
+                 {active_logs} active undo logs"
+            ),
             PageBody::Catalog { page } => {
                 writeln!(
                     f,
