@@ -59,7 +59,8 @@ pub enum BTreeError {
 }
 
 impl BTreeError {
-    pub(crate) fn corrupt(page: PageId, what: impl Into<String>) -> Self {
+    /// A [`Corrupt`](Self::Corrupt) error naming `page`.
+    pub fn corrupt(page: PageId, what: impl Into<String>) -> Self {
         Self::Corrupt {
             page,
             what: what.into(),

@@ -1,0 +1,19 @@
+//! MVCC building blocks for Barracuda: the pieces between the B-tree and the engine's
+//! transactions.
+//!
+//! * [`RollPtr`]: the 56-bit pointer a leaf record keeps to its previous version.
+//! * [`TrxSystem`] and [`ReadView`]: transaction ids and commit numbers from one counter, the
+//!   active read-write transactions, and the views that decide which versions a reader sees
+//!   (InnoDB's `trx_sys` and `ReadView`), with the purge limit they imply.
+//! * [`UndoSpace`]: undo logs in the undo tablespace (FORMATS.md §13) through the buffer pool,
+//!   every change in a mini-transaction so the redo log protects it: a log per writing
+//!   transaction named by a slot of the transaction system page until it commits, then linked
+//!   into the history list that purge consumes oldest first.
+
+mod log;
+mod roll_ptr;
+mod view;
+
+pub use log::{HistoryEntry, OwnedUndoRecord, UndoLog, UndoSpace, UndoSpaceState, TRX_SYS_PAGE};
+pub use roll_ptr::RollPtr;
+pub use view::{Assigned, ReadView, TrxSystem, ID_RESERVE_STEP};

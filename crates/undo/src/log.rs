@@ -1,0 +1,603 @@
+//! Undo logs in the undo tablespace, through the buffer pool, changed only in mini-transactions.
+//!
+//! Latch order (what keeps these operations free of deadlocks): the transaction system page
+//! first, then undo log header pages, then other undo pages. A log is written only by its own
+//! transaction until it commits; after that only purge (holding the transaction system page)
+//! changes it. Readers latch one undo page at a time, shared.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use barracuda_btree::{BTreeError, LogSink, Mtr, PageAllocator, Result};
+use barracuda_buffer_pool::BufferPool;
+use barracuda_page::trx_sys::slot_count;
+use barracuda_page::{
+    PageId, PageNo, SpaceId, TrxSysPage, UndoKind, UndoLogHeader, UndoLogState, UndoPage,
+    UndoRecord, FIL_NULL,
+};
+
+use crate::roll_ptr::RollPtr;
+
+/// The transaction system page's number in the undo tablespace.
+pub const TRX_SYS_PAGE: PageNo = 1;
+
+/// An undo record read out of a page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnedUndoRecord {
+    /// What it undoes.
+    pub kind: UndoKind,
+    /// The table's tablespace.
+    pub space: u32,
+    /// Its number in the transaction.
+    pub undo_no: u32,
+    /// The key (insert) or the previous leaf record (update, delete-mark).
+    pub payload: Vec<u8>,
+}
+
+impl OwnedUndoRecord {
+    fn of(record: &UndoRecord<'_>) -> Self {
+        Self {
+            kind: record.kind,
+            space: record.space,
+            undo_no: record.undo_no,
+            payload: record.payload.to_vec(),
+        }
+    }
+}
+
+/// A committed log at the head of the history list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HistoryEntry {
+    /// Its header page.
+    pub first_page: PageNo,
+    /// Its transaction.
+    pub trx_id: u64,
+    /// Its commit number.
+    pub trx_no: u64,
+}
+
+/// What the transaction system page said when the undo tablespace was opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UndoSpaceState {
+    /// Every id and commit number handed out is below this.
+    pub max_trx_id: u64,
+    /// Header pages of logs whose transactions had not committed, with their transaction ids:
+    /// recovery rolls them back.
+    pub active_logs: Vec<(PageNo, u64)>,
+    /// Committed logs waiting for purge.
+    pub history_len: u32,
+}
+
+/// The undo log of one transaction, being written.
+#[derive(Debug)]
+pub struct UndoLog {
+    trx_id: u64,
+    first_page: PageNo,
+    last_page: PageNo,
+    slot: usize,
+    records: u32,
+}
+
+impl UndoLog {
+    /// The transaction.
+    pub fn trx_id(&self) -> u64 {
+        self.trx_id
+    }
+
+    /// The log's header page.
+    pub fn first_page(&self) -> PageNo {
+        self.first_page
+    }
+
+    /// Records written.
+    pub fn records(&self) -> u32 {
+        self.records
+    }
+}
+
+/// The undo tablespace: the transaction system page and the undo logs.
+pub struct UndoSpace {
+    pool: Arc<BufferPool>,
+    alloc: Arc<dyn PageAllocator>,
+    log: Arc<dyn LogSink>,
+    space: SpaceId,
+    /// Slots of the transaction system page that name no log.
+    free_slots: Mutex<Vec<usize>>,
+}
+
+impl std::fmt::Debug for UndoSpace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UndoSpace")
+            .field("space", &self.space)
+            .finish_non_exhaustive()
+    }
+}
+
+fn page_err(page: PageId) -> impl Fn(barracuda_page::PageError) -> BTreeError {
+    move |source| BTreeError::Page { page, source }
+}
+
+impl UndoSpace {
+    /// Formats the transaction system page of a new, empty undo tablespace `space` (its first
+    /// allocated page must be [`TRX_SYS_PAGE`]).
+    pub fn create(
+        pool: Arc<BufferPool>,
+        alloc: Arc<dyn PageAllocator>,
+        log: Arc<dyn LogSink>,
+        space: SpaceId,
+    ) -> Result<Self> {
+        let page_no = alloc.allocate(space, None)?;
+        if page_no != TRX_SYS_PAGE {
+            return Err(BTreeError::Allocation {
+                space,
+                what: format!(
+                    "the undo tablespace's first page is {page_no}, not {TRX_SYS_PAGE}: it is not empty"
+                ),
+            });
+        }
+        let id = PageId::new(space, TRX_SYS_PAGE);
+        let page_size = pool.page_size();
+        {
+            let mut mtr = Mtr::new(log.as_ref());
+            let mut guard = pool.create(id)?;
+            TrxSysPage::init(&mut guard[..], page_size, id, 1).map_err(page_err(id))?;
+            mtr.changed(guard);
+            mtr.commit()?;
+        }
+        let free_slots = (0..slot_count(page_size)).rev().collect();
+        Ok(Self {
+            pool,
+            alloc,
+            log,
+            space,
+            free_slots: Mutex::new(free_slots),
+        })
+    }
+
+    /// Opens the undo tablespace `space` and reads its state.
+    pub fn open(
+        pool: Arc<BufferPool>,
+        alloc: Arc<dyn PageAllocator>,
+        log: Arc<dyn LogSink>,
+        space: SpaceId,
+    ) -> Result<(Self, UndoSpaceState)> {
+        let id = PageId::new(space, TRX_SYS_PAGE);
+        let page_size = pool.page_size();
+        let (state, free_slots) = {
+            let guard = pool.get_shared(id)?;
+            let sys = TrxSysPage::open(&guard[..], page_size).map_err(page_err(id))?;
+            let active: Vec<(usize, PageNo)> = sys.active_logs().collect();
+            let free_slots: Vec<usize> = (0..slot_count(page_size))
+                .rev()
+                .filter(|i| sys.slot(*i) == FIL_NULL)
+                .collect();
+            let state = UndoSpaceState {
+                max_trx_id: sys.max_trx_id(),
+                active_logs: active.iter().map(|&(_, page)| (page, 0)).collect(),
+                history_len: sys.history_len(),
+            };
+            (state, free_slots)
+        };
+        let undo = Self {
+            pool,
+            alloc,
+            log,
+            space,
+            free_slots: Mutex::new(free_slots),
+        };
+        let mut state = state;
+        for (page, trx_id) in &mut state.active_logs {
+            *trx_id = undo.log_header(*page)?.trx_id;
+        }
+        Ok((undo, state))
+    }
+
+    /// The undo tablespace's id.
+    pub fn space(&self) -> SpaceId {
+        self.space
+    }
+
+    fn page_id(&self, page_no: PageNo) -> PageId {
+        PageId::new(self.space, page_no)
+    }
+
+    /// Raises the persisted id high-water mark to `to` (never lowers it).
+    pub fn raise_max_trx_id(&self, to: u64) -> Result<()> {
+        let id = self.page_id(TRX_SYS_PAGE);
+        let mut mtr = Mtr::new(self.log.as_ref());
+        let mut guard = self.pool.get_exclusive(id)?;
+        // Read through a shared borrow first: a guard borrowed mutably and not handed to the
+        // mtr counts as a change that was never logged, and poisons the page.
+        let current = TrxSysPage::open(&guard[..], self.pool.page_size())
+            .map_err(page_err(id))?
+            .max_trx_id();
+        if current < to {
+            TrxSysPage::open(&mut guard[..], self.pool.page_size())
+                .map_err(page_err(id))?
+                .set_max_trx_id(to);
+            mtr.changed(guard);
+        }
+        mtr.commit()?;
+        Ok(())
+    }
+
+    /// Starts the undo log of transaction `trx_id`: a header page, named by a slot of the
+    /// transaction system page (so that recovery finds it if the transaction never commits).
+    pub fn begin_log(&self, trx_id: u64) -> Result<UndoLog> {
+        let slot = self
+            .free_slots
+            .lock()
+            .pop()
+            .ok_or_else(|| BTreeError::Allocation {
+                space: self.space,
+                what: format!(
+                    "every one of the {} undo slots is taken: that many transactions are writing",
+                    slot_count(self.pool.page_size())
+                ),
+            })?;
+        let result = self.begin_log_in(trx_id, slot);
+        if result.is_err() {
+            self.free_slots.lock().push(slot);
+        }
+        result
+    }
+
+    fn begin_log_in(&self, trx_id: u64, slot: usize) -> Result<UndoLog> {
+        let page_size = self.pool.page_size();
+        let page_no = self.alloc.allocate(self.space, None)?;
+        let sys_id = self.page_id(TRX_SYS_PAGE);
+        let id = self.page_id(page_no);
+        let mut mtr = Mtr::new(self.log.as_ref());
+        let mut sys_guard = self.pool.get_exclusive(sys_id)?;
+        let mut header = self.pool.create(id)?;
+        let mut page = UndoPage::init(&mut header[..], page_size, id, page_no, FIL_NULL)
+            .map_err(page_err(id))?;
+        page.init_log_header(trx_id);
+        TrxSysPage::open(&mut sys_guard[..], page_size)
+            .map_err(page_err(sys_id))?
+            .set_slot(slot, page_no);
+        mtr.changed(sys_guard);
+        mtr.changed(header);
+        mtr.commit()?;
+        Ok(UndoLog {
+            trx_id,
+            first_page: page_no,
+            last_page: page_no,
+            slot,
+            records: 0,
+        })
+    }
+
+    /// Appends `record` to `log` (numbered with the log's record count) and returns the roll
+    /// pointer that names it. A full page gets a successor page.
+    pub fn append(
+        &self,
+        log: &mut UndoLog,
+        kind: UndoKind,
+        space: u32,
+        payload: &[u8],
+    ) -> Result<RollPtr> {
+        let page_size = self.pool.page_size();
+        let record = UndoRecord {
+            kind,
+            space,
+            undo_no: log.records,
+            payload,
+        };
+        if payload.len() > barracuda_page::undo::max_payload_len(page_size) {
+            return Err(BTreeError::corrupt(
+                self.page_id(log.first_page),
+                format!(
+                    "an undo record of {} bytes does not fit a page",
+                    payload.len()
+                ),
+            ));
+        }
+        let first_id = self.page_id(log.first_page);
+        let mut mtr = Mtr::new(self.log.as_ref());
+        let mut header = self.pool.get_exclusive(first_id)?;
+        let (page_no, offset) = if log.last_page == log.first_page {
+            let mut page =
+                UndoPage::open(&mut header[..], page_size).map_err(page_err(first_id))?;
+            if page.fits(&record) {
+                let offset = page.append(&record).map_err(page_err(first_id))?;
+                (log.first_page, offset)
+            } else {
+                self.append_to_new_page(&mut mtr, &mut header, None, log, &record)?
+            }
+        } else {
+            let last_id = self.page_id(log.last_page);
+            let mut last = self.pool.get_exclusive(last_id)?;
+            let mut page = UndoPage::open(&mut last[..], page_size).map_err(page_err(last_id))?;
+            if page.fits(&record) {
+                let offset = page.append(&record).map_err(page_err(last_id))?;
+                mtr.changed(last);
+                (log.last_page, offset)
+            } else {
+                self.append_to_new_page(&mut mtr, &mut header, Some(last), log, &record)?
+            }
+        };
+        log.records += 1;
+        UndoPage::open(&mut header[..], page_size)
+            .map_err(page_err(first_id))?
+            .set_record_count(log.records);
+        mtr.changed(header);
+        mtr.commit()?;
+        Ok(RollPtr {
+            page_no,
+            offset,
+            insert: kind == UndoKind::Insert,
+        })
+    }
+
+    /// Links a new page after the log's last one — the header page, or `last` (latched by the
+    /// caller) — and appends `record` to it.
+    fn append_to_new_page<'a>(
+        &'a self,
+        mtr: &mut Mtr<'a>,
+        header: &mut barracuda_buffer_pool::ExclusiveGuard<'a>,
+        last: Option<barracuda_buffer_pool::ExclusiveGuard<'a>>,
+        log: &mut UndoLog,
+        record: &UndoRecord<'_>,
+    ) -> Result<(PageNo, u16)> {
+        let page_size = self.pool.page_size();
+        let new_no = self.alloc.allocate(self.space, Some(log.last_page))?;
+        let new_id = self.page_id(new_no);
+        let mut fresh = self.pool.create(new_id)?;
+        let mut page = UndoPage::init(
+            &mut fresh[..],
+            page_size,
+            new_id,
+            log.first_page,
+            log.last_page,
+        )
+        .map_err(page_err(new_id))?;
+        let offset = page.append(record).map_err(page_err(new_id))?;
+        mtr.changed(fresh);
+        let first_id = self.page_id(log.first_page);
+        match last {
+            None => UndoPage::open(&mut header[..], page_size)
+                .map_err(page_err(first_id))?
+                .set_next_page(new_no),
+            Some(mut last) => {
+                let last_id = last.page_id();
+                UndoPage::open(&mut last[..], page_size)
+                    .map_err(page_err(last_id))?
+                    .set_next_page(new_no);
+                mtr.changed(last);
+            }
+        }
+        UndoPage::open(&mut header[..], page_size)
+            .map_err(page_err(first_id))?
+            .set_last_page(new_no);
+        log.last_page = new_no;
+        Ok((new_no, offset))
+    }
+
+    /// The undo record a roll pointer names.
+    pub fn record(&self, ptr: RollPtr) -> Result<OwnedUndoRecord> {
+        let id = self.page_id(ptr.page_no);
+        let guard = self.pool.get_shared(id)?;
+        let page = UndoPage::open(&guard[..], self.pool.page_size()).map_err(page_err(id))?;
+        let record = page.record_at(ptr.offset).map_err(page_err(id))?;
+        Ok(OwnedUndoRecord::of(&record))
+    }
+
+    /// The header of the log starting at `first_page`.
+    pub fn log_header(&self, first_page: PageNo) -> Result<UndoLogHeader> {
+        let id = self.page_id(first_page);
+        let guard = self.pool.get_shared(id)?;
+        UndoPage::open(&guard[..], self.pool.page_size())
+            .map_err(page_err(id))?
+            .log_header()
+            .ok_or_else(|| BTreeError::corrupt(id, "not the first page of an undo log"))
+    }
+
+    /// The pages of the log starting at `first_page`, in order.
+    fn log_pages(&self, first_page: PageNo) -> Result<Vec<PageNo>> {
+        let mut pages = Vec::new();
+        let mut next = first_page;
+        while next != FIL_NULL {
+            let id = self.page_id(next);
+            let guard = self.pool.get_shared(id)?;
+            let page = UndoPage::open(&guard[..], self.pool.page_size()).map_err(page_err(id))?;
+            if page.first_page() != first_page || pages.len() as u64 > u64::from(u32::MAX) {
+                return Err(BTreeError::corrupt(
+                    id,
+                    format!("page of another undo log in the chain of {first_page}"),
+                ));
+            }
+            pages.push(next);
+            next = page.next_page();
+        }
+        Ok(pages)
+    }
+
+    /// Every record of the log starting at `first_page`, oldest first, with its roll pointer.
+    pub fn records_oldest_first(
+        &self,
+        first_page: PageNo,
+    ) -> Result<Vec<(RollPtr, OwnedUndoRecord)>> {
+        let mut out = Vec::new();
+        for page_no in self.log_pages(first_page)? {
+            let id = self.page_id(page_no);
+            let guard = self.pool.get_shared(id)?;
+            let page = UndoPage::open(&guard[..], self.pool.page_size()).map_err(page_err(id))?;
+            for (offset, record) in page.records() {
+                let ptr = RollPtr {
+                    page_no,
+                    offset,
+                    insert: record.kind == UndoKind::Insert,
+                };
+                out.push((ptr, OwnedUndoRecord::of(&record)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Marks `log` committed with commit number `trx_no`, frees its slot and appends it to
+    /// the history list, in one mini-transaction.
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "taken by value so that a committed log cannot take more records"
+    )]
+    pub fn commit(&self, log: UndoLog, trx_no: u64) -> Result<()> {
+        let UndoLog {
+            first_page, slot, ..
+        } = log;
+        let page_size = self.pool.page_size();
+        let sys_id = self.page_id(TRX_SYS_PAGE);
+        let first_id = self.page_id(first_page);
+        let mut mtr = Mtr::new(self.log.as_ref());
+        let mut sys_guard = self.pool.get_exclusive(sys_id)?;
+        let mut header = self.pool.get_exclusive(first_id)?;
+        UndoPage::open(&mut header[..], page_size)
+            .map_err(page_err(first_id))?
+            .set_committed(trx_no);
+        let mut sys = TrxSysPage::open(&mut sys_guard[..], page_size).map_err(page_err(sys_id))?;
+        sys.set_slot(slot, FIL_NULL);
+        let (first, last, len) = (sys.history_first(), sys.history_last(), sys.history_len());
+        if last == FIL_NULL {
+            sys.set_history(first_page, first_page, 1);
+        } else {
+            sys.set_history(first, first_page, len + 1);
+            let tail_id = self.page_id(last);
+            let mut tail = self.pool.get_exclusive(tail_id)?;
+            UndoPage::open(&mut tail[..], page_size)
+                .map_err(page_err(tail_id))?
+                .set_history_next(first_page);
+            mtr.changed(tail);
+        }
+        mtr.changed(sys_guard);
+        mtr.changed(header);
+        mtr.commit()?;
+        self.free_slots.lock().push(slot);
+        Ok(())
+    }
+
+    /// Discards the log of a transaction whose changes were rolled back: frees its slot, then
+    /// its pages.
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "taken by value so that a discarded log cannot take more records"
+    )]
+    pub fn discard(&self, log: UndoLog) -> Result<()> {
+        let UndoLog {
+            first_page, slot, ..
+        } = log;
+        self.discard_active(first_page, Some(slot))
+    }
+
+    /// Discards an active log found at recovery (after its rollback): the slot naming
+    /// `first_page` is freed, then its pages.
+    pub fn discard_recovered(&self, first_page: PageNo) -> Result<()> {
+        self.discard_active(first_page, None)
+    }
+
+    fn discard_active(&self, first_page: PageNo, slot: Option<usize>) -> Result<()> {
+        let page_size = self.pool.page_size();
+        let pages = self.log_pages(first_page)?;
+        let sys_id = self.page_id(TRX_SYS_PAGE);
+        let freed_slot = {
+            let mut mtr = Mtr::new(self.log.as_ref());
+            let mut sys_guard = self.pool.get_exclusive(sys_id)?;
+            let slot = match slot {
+                Some(slot) => Some(slot),
+                None => TrxSysPage::open(&sys_guard[..], page_size)
+                    .map_err(page_err(sys_id))?
+                    .active_logs()
+                    .find(|&(_, page)| page == first_page)
+                    .map(|(i, _)| i),
+            };
+            if let Some(slot) = slot {
+                TrxSysPage::open(&mut sys_guard[..], page_size)
+                    .map_err(page_err(sys_id))?
+                    .set_slot(slot, FIL_NULL);
+                mtr.changed(sys_guard);
+            }
+            mtr.commit()?;
+            slot
+        };
+        if let Some(slot) = freed_slot {
+            self.free_slots.lock().push(slot);
+        }
+        self.free_pages(&pages)
+    }
+
+    fn free_pages(&self, pages: &[PageNo]) -> Result<()> {
+        for &page in pages.iter().rev() {
+            self.alloc.free(self.page_id(page))?;
+        }
+        Ok(())
+    }
+
+    /// The oldest committed log not purged yet.
+    pub fn history_head(&self) -> Result<Option<HistoryEntry>> {
+        let sys_id = self.page_id(TRX_SYS_PAGE);
+        let first = {
+            let guard = self.pool.get_shared(sys_id)?;
+            TrxSysPage::open(&guard[..], self.pool.page_size())
+                .map_err(page_err(sys_id))?
+                .history_first()
+        };
+        if first == FIL_NULL {
+            return Ok(None);
+        }
+        let header = self.log_header(first)?;
+        if header.state != UndoLogState::Committed {
+            return Err(BTreeError::corrupt(
+                self.page_id(first),
+                "an undo log in the history list is not committed",
+            ));
+        }
+        Ok(Some(HistoryEntry {
+            first_page: first,
+            trx_id: header.trx_id,
+            trx_no: header.trx_no,
+        }))
+    }
+
+    /// Committed logs waiting for purge (InnoDB's history list length).
+    pub fn history_len(&self) -> Result<u32> {
+        let sys_id = self.page_id(TRX_SYS_PAGE);
+        let guard = self.pool.get_shared(sys_id)?;
+        Ok(TrxSysPage::open(&guard[..], self.pool.page_size())
+            .map_err(page_err(sys_id))?
+            .history_len())
+    }
+
+    /// Removes the head of the history list — which must be `first_page`, the log purge just
+    /// processed — and frees its pages.
+    pub fn remove_history_head(&self, first_page: PageNo) -> Result<()> {
+        let page_size = self.pool.page_size();
+        let pages = self.log_pages(first_page)?;
+        let next = self.log_header(first_page)?.history_next;
+        let sys_id = self.page_id(TRX_SYS_PAGE);
+        {
+            let mut mtr = Mtr::new(self.log.as_ref());
+            let mut sys_guard = self.pool.get_exclusive(sys_id)?;
+            let head = TrxSysPage::open(&sys_guard[..], page_size)
+                .map_err(page_err(sys_id))?
+                .history_first();
+            if head != first_page {
+                return Err(BTreeError::corrupt(
+                    sys_id,
+                    format!("history list head is {head}, not {first_page}"),
+                ));
+            }
+            let mut sys =
+                TrxSysPage::open(&mut sys_guard[..], page_size).map_err(page_err(sys_id))?;
+            let len = sys.history_len().saturating_sub(1);
+            if len == 0 || next == FIL_NULL {
+                sys.set_history(FIL_NULL, FIL_NULL, 0);
+            } else {
+                let last = sys.history_last();
+                sys.set_history(next, last, len);
+            }
+            mtr.changed(sys_guard);
+            mtr.commit()?;
+        }
+        self.free_pages(&pages)
+    }
+}

@@ -1,0 +1,250 @@
+//! The transaction system in memory: transaction ids and commit numbers, the active
+//! transactions, and the read views that decide which versions a reader sees.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+/// Ids are persisted in steps of this many (InnoDB's `TRX_SYS_TRX_ID_WRITE_MARGIN` is 256):
+/// most transactions start without writing the transaction system page.
+pub const ID_RESERVE_STEP: u64 = 256;
+
+/// Transaction ids, commit numbers, active read-write transactions and open read views.
+/// `Send + Sync`; every method takes one short mutex.
+///
+/// Ids and commit numbers come from one counter, as in InnoDB: a transaction gets an id when it
+/// first writes and a commit number when it commits, each the counter's next value. A view
+/// opened when the counter stood at `n` sees exactly the transactions that committed before it:
+/// those not in its list of then-active ids and below `n`.
+#[derive(Clone, Debug)]
+pub struct TrxSystem {
+    state: Arc<Mutex<State>>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// The next value of the id / commit-number counter.
+    next: u64,
+    /// Values below this may be handed out without persisting anything first.
+    reserved_below: u64,
+    /// Read-write transactions that have not committed or rolled back.
+    active: BTreeSet<u64>,
+    /// Open read views: serial → the counter when the view opened (its `low_limit_no`).
+    views: BTreeMap<u64, u64>,
+    next_view: u64,
+}
+
+/// A transaction id handed out, and whether the persisted high-water mark must first be raised
+/// to `raise_to` (write it to the transaction system page before the id reaches disk).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Assigned {
+    /// The id or commit number.
+    pub value: u64,
+    /// The new high-water mark to persist, when the reserve ran out.
+    pub raise_to: Option<u64>,
+}
+
+impl TrxSystem {
+    /// A transaction system whose counter starts at `start` (1 for a new database; after a
+    /// restart, the persisted high-water mark, which is above every id and commit number ever
+    /// handed out).
+    pub fn new(start: u64) -> Self {
+        let start = start.max(1);
+        Self {
+            state: Arc::new(Mutex::new(State {
+                next: start,
+                reserved_below: start,
+                active: BTreeSet::new(),
+                views: BTreeMap::new(),
+                next_view: 0,
+            })),
+        }
+    }
+
+    fn take(state: &mut State) -> Assigned {
+        let value = state.next;
+        state.next += 1;
+        let raise_to = (state.next > state.reserved_below).then(|| {
+            state.reserved_below = state.next + ID_RESERVE_STEP;
+            state.reserved_below
+        });
+        Assigned { value, raise_to }
+    }
+
+    /// Starts a read-write transaction: a new id, now active.
+    pub fn begin(&self) -> Assigned {
+        let mut state = self.state.lock();
+        let assigned = Self::take(&mut state);
+        state.active.insert(assigned.value);
+        assigned
+    }
+
+    /// Commits transaction `id`: it gets its commit number and stops being active, so every
+    /// view opened from now on sees it. Views opened before do not.
+    pub fn commit(&self, id: u64) -> Assigned {
+        let mut state = self.state.lock();
+        state.active.remove(&id);
+        Self::take(&mut state)
+    }
+
+    /// Ends transaction `id` without committing (its changes were rolled back).
+    pub fn end_rolled_back(&self, id: u64) {
+        self.state.lock().active.remove(&id);
+    }
+
+    /// Registers a transaction found active in the undo log at recovery (it is rolled back
+    /// before the engine serves anyone, but until then it is active).
+    pub fn resurrect(&self, id: u64) {
+        let mut state = self.state.lock();
+        state.active.insert(id);
+        state.next = state.next.max(id + 1);
+        state.reserved_below = state.reserved_below.max(state.next);
+    }
+
+    /// Opens a read view for transaction `creator` (0 for a reader that writes nothing): it
+    /// sees what committed before now, plus `creator`'s own changes.
+    pub fn read_view(&self, creator: u64) -> ReadView {
+        let mut state = self.state.lock();
+        let low_limit_id = state.next;
+        let active: Box<[u64]> = state
+            .active
+            .iter()
+            .copied()
+            .filter(|&id| id != creator)
+            .collect();
+        let serial = state.next_view;
+        state.next_view += 1;
+        state.views.insert(serial, low_limit_id);
+        ReadView {
+            creator,
+            low_limit_id,
+            up_limit_id: active.first().copied().unwrap_or(low_limit_id),
+            active,
+            registration: Some((self.state.clone(), serial)),
+        }
+    }
+
+    /// Commit numbers below this belong to transactions every open view sees, so their undo
+    /// (the versions before them) is needed by no reader: purge may remove it.
+    pub fn purge_limit(&self) -> u64 {
+        let state = self.state.lock();
+        state.views.values().copied().min().unwrap_or(state.next)
+    }
+
+    /// Transactions active now.
+    pub fn active_count(&self) -> usize {
+        self.state.lock().active.len()
+    }
+
+    /// Read views open now.
+    pub fn view_count(&self) -> usize {
+        self.state.lock().views.len()
+    }
+
+    /// The counter's next value.
+    pub fn next_value(&self) -> u64 {
+        self.state.lock().next
+    }
+}
+
+/// Which transactions' changes a reader sees (InnoDB's `ReadView`): those committed before the
+/// view opened, and its creator's own. Closing (dropping) it lets purge pass it.
+#[derive(Debug)]
+pub struct ReadView {
+    creator: u64,
+    /// Ids at or above this started after the view opened: invisible.
+    low_limit_id: u64,
+    /// Ids below this had committed when the view opened: visible.
+    up_limit_id: u64,
+    /// Ids active when the view opened (sorted): invisible.
+    active: Box<[u64]>,
+    registration: Option<(Arc<Mutex<State>>, u64)>,
+}
+
+impl ReadView {
+    /// A view that sees every change (no transaction system behind it): for single-threaded
+    /// tools and tests.
+    pub fn everything() -> Self {
+        Self {
+            creator: 0,
+            low_limit_id: u64::MAX,
+            up_limit_id: u64::MAX,
+            active: Box::new([]),
+            registration: None,
+        }
+    }
+
+    /// Whether a record version last changed by transaction `trx_id` is visible. Id 0 (no
+    /// history) is always visible.
+    pub fn sees(&self, trx_id: u64) -> bool {
+        if trx_id < self.up_limit_id || trx_id == self.creator {
+            return true;
+        }
+        trx_id < self.low_limit_id && self.active.binary_search(&trx_id).is_err()
+    }
+
+    /// The transaction the view belongs to (0 for a pure reader).
+    pub fn creator(&self) -> u64 {
+        self.creator
+    }
+}
+
+impl Drop for ReadView {
+    fn drop(&mut self) {
+        if let Some((state, serial)) = self.registration.take() {
+            state.lock().views.remove(&serial);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_sees_what_committed_before_it_and_its_own_changes() {
+        let sys = TrxSystem::new(1);
+        let t1 = sys.begin().value;
+        let t2 = sys.begin().value;
+        sys.commit(t1);
+        let view = sys.read_view(0);
+        let t3 = sys.begin().value;
+        let own = sys.read_view(t2);
+        assert!(view.sees(0), "no history");
+        assert!(view.sees(t1), "committed before the view");
+        assert!(!view.sees(t2), "active when the view opened");
+        assert!(!view.sees(t3), "started after the view");
+        assert!(own.sees(t2), "its own changes");
+        sys.commit(t2);
+        assert!(!view.sees(t2), "a commit after the view changes nothing");
+        assert!(sys.read_view(0).sees(t2));
+    }
+
+    #[test]
+    fn purge_stops_at_the_oldest_open_view() {
+        let sys = TrxSystem::new(10);
+        let t = sys.begin().value;
+        let old = sys.read_view(0);
+        let no = sys.commit(t).value;
+        assert!(
+            sys.purge_limit() <= no,
+            "the old view still needs what t replaced"
+        );
+        drop(old);
+        assert!(sys.purge_limit() > no);
+        assert_eq!(sys.view_count(), 0);
+    }
+
+    #[test]
+    fn ids_are_reserved_in_steps() {
+        let sys = TrxSystem::new(1);
+        let first = sys.begin();
+        assert_eq!(first.value, 1);
+        assert_eq!(first.raise_to, Some(2 + ID_RESERVE_STEP));
+        for _ in 0..ID_RESERVE_STEP {
+            assert_eq!(sys.begin().raise_to, None);
+        }
+        assert!(sys.begin().raise_to.is_some());
+    }
+}
