@@ -9,11 +9,15 @@
 //!   every change in a mini-transaction so the redo log protects it: a log per writing
 //!   transaction named by a slot of the transaction system page until it commits, then linked
 //!   into the history list that purge consumes oldest first.
+//! * [`visible_version`]: the walk back along roll pointers that gives a read view the version
+//!   of a row it sees (or none), with [`encode_version`] for what an undo record keeps.
 
 mod log;
 mod roll_ptr;
+mod version;
 mod view;
 
 pub use log::{HistoryEntry, OwnedUndoRecord, UndoLog, UndoSpace, UndoSpaceState, TRX_SYS_PAGE};
 pub use roll_ptr::RollPtr;
+pub use version::{decode_version, encode_version, visible_version, MAX_CHAIN};
 pub use view::{Assigned, ReadView, TrxSystem, ID_RESERVE_STEP};
