@@ -57,6 +57,23 @@ impl BTree {
     /// page changed — a failing log, a bug — the pool is poisoned and stops writing; see
     /// [`Mtr`]).
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        let previous = self.put_bytes(key, value, SysFields::NONE, false)?;
+        if let Previous::Overflow { first_page } = previous {
+            free_unreachable_chain(self, first_page);
+        }
+        Ok(previous != Previous::Absent)
+    }
+
+    /// Stores `value` under `key` with transaction fields `sys` — off-page in a new chain when
+    /// it is too long for the leaf — and returns what was there (copied whole when `capture`),
+    /// leaving the replaced record's chain to the caller. On `Err` the new chain is freed again.
+    pub(crate) fn put_bytes(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        sys: SysFields,
+        capture: bool,
+    ) -> Result<Previous> {
         self.check_key(key)?;
         let len = value.len() as u64;
         if len > MAX_VALUE_LEN {
@@ -78,13 +95,8 @@ impl BTree {
         } else {
             (Value::Inline(value), None)
         };
-        match self.put_value(key, stored, SysFields::NONE, false) {
-            Ok(previous) => {
-                if let Previous::Overflow { first_page } = previous {
-                    free_unreachable_chain(self, first_page);
-                }
-                Ok(previous != Previous::Absent)
-            }
+        match self.put_value(key, stored, sys, capture) {
+            Ok(previous) => Ok(previous),
             Err(err) => {
                 // The record never made it in: give its chain back rather than leak it.
                 if let Some(first_page) = chain {

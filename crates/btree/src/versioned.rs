@@ -14,7 +14,7 @@ use barracuda_page::{PageId, PageNo, SysFields};
 
 use crate::error::{BTreeError, Result};
 use crate::insert::Previous;
-use crate::node::{self, NodeRef, Value, MAX_VALUE_LEN};
+use crate::node::{self, NodeRef, Value};
 use crate::overflow;
 use crate::tree::{BTree, Target};
 
@@ -122,34 +122,8 @@ impl BTree {
         value: &[u8],
         sys: SysFields,
     ) -> Result<Option<StoredRecord>> {
-        self.check_key(key)?;
-        let len = value.len() as u64;
-        if len > MAX_VALUE_LEN {
-            return Err(BTreeError::ValueTooLong {
-                len,
-                max: MAX_VALUE_LEN,
-            });
-        }
-        let page_size = self.ctx.pool.page_size();
-        if !node::needs_overflow(page_size, key.len(), value.len()) {
-            return self
-                .put_value(key, Value::Inline(value), sys, true)
-                .map(Previous::into_captured);
-        }
-        let first_page = overflow::write_chain(self, value)?;
-        let stored = Value::Overflow {
-            total_len: len,
-            first_page,
-        };
-        match self.put_value(key, stored, sys, true) {
-            Ok(previous) => Ok(previous.into_captured()),
-            Err(err) => {
-                if let Err(free_err) = overflow::free_chain(self, first_page) {
-                    tracing::warn!(%free_err, "could not free the overflow chain of a failed put");
-                }
-                Err(err)
-            }
-        }
+        self.put_bytes(key, value, sys, true)
+            .map(Previous::into_captured)
     }
 
     /// Stores `key → value` where `value` is a stored value taken back — an old version's
