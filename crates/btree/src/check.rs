@@ -12,8 +12,11 @@ use crate::tree::BTree;
 pub struct TreeStats {
     /// Number of levels (1 = the root is a leaf).
     pub height: u32,
-    /// Records in leaves.
+    /// Records in leaves (delete-marked ones included).
     pub records: u64,
+    /// Leaf records carrying a delete mark: deleted rows purge has not removed yet (it removes
+    /// them once no read view can need them).
+    pub delete_marked: u64,
     /// Leaf pages.
     pub leaf_pages: u64,
     /// Internal (non-leaf) pages.
@@ -174,6 +177,7 @@ fn check_leaf(tree: &BTree, node: &Node<&[u8]>, walk: &mut Walk) -> Result<()> {
             }
             Value::Child(_) => return Err(BTreeError::corrupt(id, "child pointer in a leaf")),
         }
+        walk.stats.delete_marked += u64::from(node.sys(i)?.deleted);
     }
     walk.stats.records += node.len() as u64;
     walk.stats.leaf_pages += 1;

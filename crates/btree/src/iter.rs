@@ -11,6 +11,8 @@
 use std::collections::VecDeque;
 use std::ops::{Bound, RangeBounds};
 
+use barracuda_page::SysFields;
+
 use crate::error::Result;
 use crate::node::{NodeRef, Value};
 use crate::tree::{BTree, Target};
@@ -81,22 +83,28 @@ fn below(key: &[u8], upper: &Bound<Vec<u8>>) -> bool {
 #[derive(Default)]
 struct RowBuf {
     arena: Vec<u8>,
-    /// `(start, key_len, value_len)` of each row, in the order they were pushed.
-    rows: VecDeque<(usize, usize, usize)>,
+    /// `(start, key_len, value_len, transaction fields)` of each row, in the order pushed.
+    rows: VecDeque<(usize, usize, usize, SysFields)>,
 }
 
+/// A row with its transaction fields, as [`RangeIter::next_row`] yields it.
+pub type VersionedRow = (Vec<u8>, Vec<u8>, SysFields);
+
 impl RowBuf {
-    fn push(&mut self, key: &[u8], value: &[u8]) {
+    fn push(&mut self, key: &[u8], value: &[u8], sys: SysFields) {
         if self.rows.is_empty() {
             self.arena.clear();
         }
         let start = self.arena.len();
         self.arena.extend_from_slice(key);
         self.arena.extend_from_slice(value);
-        self.rows.push_back((start, key.len(), value.len()));
+        self.rows.push_back((start, key.len(), value.len(), sys));
     }
 
-    fn take(&self, (start, key_len, value_len): (usize, usize, usize)) -> (Vec<u8>, Vec<u8>) {
+    fn take(
+        &self,
+        (start, key_len, value_len, sys): (usize, usize, usize, SysFields),
+    ) -> VersionedRow {
         let key_end = start + key_len;
         let key = self.arena.get(start..key_end).unwrap_or_default().to_vec();
         let value = self
@@ -104,22 +112,22 @@ impl RowBuf {
             .get(key_end..key_end + value_len)
             .unwrap_or_default()
             .to_vec();
-        (key, value)
+        (key, value, sys)
     }
 
-    fn pop_front(&mut self) -> Option<(Vec<u8>, Vec<u8>)> {
+    fn pop_front(&mut self) -> Option<VersionedRow> {
         let row = self.rows.pop_front()?;
         Some(self.take(row))
     }
 
-    fn pop_back(&mut self) -> Option<(Vec<u8>, Vec<u8>)> {
+    fn pop_back(&mut self) -> Option<VersionedRow> {
         let row = self.rows.pop_back()?;
         Some(self.take(row))
     }
 
     /// Key of the row pushed last.
     fn last_key(&self) -> Option<&[u8]> {
-        let &(start, key_len, _) = self.rows.back()?;
+        let &(start, key_len, _, _) = self.rows.back()?;
         self.arena.get(start..start + key_len)
     }
 
@@ -182,9 +190,12 @@ impl RangeIter {
                     reached_back = true;
                     break;
                 }
+                let sys = node.sys(i)?;
                 match node.value(i)? {
-                    Value::Inline(value) => self.front_buf.push(key, value),
-                    other => self.front_buf.push(key, &self.tree.read_value(id, other)?),
+                    Value::Inline(value) => self.front_buf.push(key, value, sys),
+                    other => self
+                        .front_buf
+                        .push(key, &self.tree.read_value(id, other)?, sys),
                 }
             }
             if let Some(last) = self.front_buf.last_key() {
@@ -224,9 +235,12 @@ impl RangeIter {
                     reached_front = true;
                     break;
                 }
+                let sys = node.sys(i)?;
                 match node.value(i)? {
-                    Value::Inline(value) => self.back_buf.push(key, value),
-                    other => self.back_buf.push(key, &self.tree.read_value(id, other)?),
+                    Value::Inline(value) => self.back_buf.push(key, value, sys),
+                    other => self
+                        .back_buf
+                        .push(key, &self.tree.read_value(id, other)?, sys),
                 }
             }
             if let Some(last) = self.back_buf.last_key() {
@@ -253,10 +267,11 @@ impl RangeIter {
     }
 }
 
-impl Iterator for RangeIter {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl RangeIter {
+    /// The next row from the front with its transaction fields (what a multi-version reader
+    /// needs to decide whether it sees the row). Rows come as the leaf holds them, delete-marked
+    /// ones included.
+    pub fn next_row(&mut self) -> Option<Result<VersionedRow>> {
         if self.failed {
             return None;
         }
@@ -271,10 +286,9 @@ impl Iterator for RangeIter {
             .or_else(|| self.back_buf.pop_back())
             .map(Ok)
     }
-}
 
-impl DoubleEndedIterator for RangeIter {
-    fn next_back(&mut self) -> Option<Self::Item> {
+    /// The next row from the back, with its transaction fields (as [`next_row`](Self::next_row)).
+    pub fn next_back_row(&mut self) -> Option<Result<VersionedRow>> {
         if self.failed {
             return None;
         }
@@ -287,5 +301,19 @@ impl DoubleEndedIterator for RangeIter {
             .pop_front()
             .or_else(|| self.front_buf.pop_back())
             .map(Ok)
+    }
+}
+
+impl Iterator for RangeIter {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_row().map(|row| row.map(|(k, v, _)| (k, v)))
+    }
+}
+
+impl DoubleEndedIterator for RangeIter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.next_back_row().map(|row| row.map(|(k, v, _)| (k, v)))
     }
 }

@@ -54,7 +54,7 @@ mod versioned;
 pub use alloc::PageAllocator;
 pub use check::TreeStats;
 pub use error::{BTreeError, Result};
-pub use iter::RangeIter;
+pub use iter::{RangeIter, VersionedRow};
 pub use mtr::{IndexChange, LogSink, LsnRange, Mtr, MtrSummary, PageChange, PlaceholderLog};
 pub use node::{max_key_len, MAX_VALUE_LEN};
 pub use tree::{BTree, TreeContext};

@@ -18,18 +18,21 @@ use crate::alloc::SpaceAllocator;
 use crate::catalog::Catalog;
 use crate::compression::{CompressionCounters, PageEncoder};
 use crate::error::{Error, Result};
-use crate::layout::{is_valid_table_name, table_path, SYSTEM_FILE, TABLES_DIR, TABLE_NAME_RULE};
-use crate::open::{lock_dir, open_log, space_paths};
+use crate::layout::{
+    is_valid_table_name, table_path, SYSTEM_FILE, TABLES_DIR, TABLE_NAME_RULE, UNDO_SPACE_ID,
+};
+use crate::open::{ensure_undo_space, lock_dir, open_log, space_paths};
 use crate::options::{EngineOptions, TableOptions};
 use crate::page_cleaner::{self, FlushControllerKind, Flushing};
 use crate::recovery::RecoveryReport;
 use crate::redo_sink::RedoSink;
+use crate::snapshot::Snapshot;
 use crate::status::{EngineStatus, RedoStatus, TableStatus};
 use crate::store::SpaceRegistry;
 use crate::table::{Range, Table, TableInner};
-use crate::tablespace::Tablespace;
+use crate::tablespace::{FirstPage, Tablespace};
 use crate::torn_writes::PageWrites;
-use crate::txn::Transaction;
+use crate::txn::{IsolationLevel, Transaction};
 
 /// Source of [`EngineInner::serial`].
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
@@ -79,14 +82,17 @@ pub(crate) struct EngineInner {
     /// checkpoint. Never held across a buffer-pool call (the pool's writes take it).
     pub(crate) catalog: Arc<Mutex<Catalog>>,
     pub(crate) tables: RwLock<HashMap<String, Arc<TableInner>>>,
-    /// Commits are applied one batch at a time (see [`Transaction::commit`]).
-    pub(crate) commit_lock: Mutex<()>,
+    /// One redo commit unit at a time: a row write, a commit, a step of a rollback or of
+    /// purge (see `unit.rs`). Held for one row's change, never across a lock wait or a log sync.
+    pub(crate) unit_lock: Mutex<()>,
     pub(crate) read_only: Mutex<Option<String>>,
     pub(crate) counters: Counters,
     /// Row locks of the transactions' writes.
     pub(crate) locks: barracuda_lock::LockManager,
-    /// The id the next transaction that locks a row gets.
-    pub(crate) next_trx_id: AtomicU64,
+    /// Transaction ids, read views and the undo tablespace.
+    pub(crate) mvcc: Arc<crate::mvcc::Mvcc>,
+    /// The purge thread.
+    pub(crate) purge_worker: crate::purge::PurgeWorker,
     closed: AtomicBool,
     _lock_file: File,
 }
@@ -138,7 +144,9 @@ impl Engine {
                 options.old_blocks_pct
             )));
         }
-        let paths = space_paths(&dir, &catalog)?;
+        let mut paths = space_paths(&dir, &catalog)?;
+        let undo_path = ensure_undo_space(&*fs, &dir, page_size, !catalog.entries.is_empty())?;
+        paths.insert(UNDO_SPACE_ID, undo_path.clone());
         let encoder = Arc::new(PageEncoder::new(
             page_size,
             options.resolved_flush_threads(),
@@ -195,7 +203,16 @@ impl Engine {
             spaces.clone(),
             log.clone(),
         ));
-        let ctx = TreeContext::new(pool.clone(), alloc, sink);
+        let ctx = TreeContext::new(pool.clone(), alloc.clone(), sink.clone());
+        spaces.insert(Arc::new(Tablespace::open(
+            &*fs,
+            &undo_path,
+            UNDO_SPACE_ID,
+            page_size,
+            None,
+        )?));
+        let (mvcc, uncommitted) = crate::mvcc::Mvcc::open(pool.clone(), alloc, sink)?;
+        let mvcc = Arc::new(mvcc);
 
         let serial = NEXT_SERIAL.fetch_add(1, Ordering::Relaxed);
         let mut tables = HashMap::new();
@@ -271,17 +288,24 @@ impl Engine {
                 ctx,
                 catalog,
                 tables: RwLock::new(tables),
-                commit_lock: Mutex::new(()),
+                unit_lock: Mutex::new(()),
                 read_only: Mutex::new(None),
                 counters: Counters::default(),
                 locks,
-                next_trx_id: AtomicU64::new(1),
+                mvcc,
+                purge_worker: crate::purge::PurgeWorker::default(),
                 closed: AtomicBool::new(false),
                 _lock_file: lock_file,
             }),
         };
         let cleaner = page_cleaner::spawn(&engine.inner)?;
         *engine.inner.cleaner.lock() = Some(cleaner);
+        // Before anyone is served (InnoDB rolls back in the background and re-creates the
+        // locks; here the engine is not handed out until the rollback is done).
+        crate::rollback::roll_back_recovered(&engine.inner, &uncommitted)?;
+        if engine.inner.options.background_purge {
+            crate::purge::spawn(&engine.inner)?;
+        }
         Ok(engine)
     }
 
@@ -308,6 +332,11 @@ impl Engine {
             return Err(Error::TableExists(name.to_owned()));
         }
         let space_id = catalog.next_space_id;
+        if space_id >= UNDO_SPACE_ID {
+            return Err(Error::Unsupported(format!(
+                "no tablespace id is left for table {name:?}: ids reach the undo tablespace's"
+            )));
+        }
         let index_id = catalog.next_index_id;
         let path = table_path(&self.inner.dir, name).ok_or_else(|| Error::InvalidTableName {
             name: name.to_owned(),
@@ -318,7 +347,7 @@ impl Engine {
             &path,
             space_id,
             self.inner.page_size,
-            Some(index_id),
+            FirstPage::IndexRoot(index_id),
             options.page_compression,
         )?);
         let (row_format, key_block_size, page_compression, compression_level) = options.encode();
@@ -387,7 +416,7 @@ impl Engine {
     /// its file. Handles to it then fail with [`Error::StaleTable`].
     pub fn drop_table(&self, name: &str) -> Result<()> {
         self.check_writable()?;
-        let _commits = self.inner.commit_lock.lock();
+        let _commits = self.inner.unit_lock.lock();
         let entry = {
             let mut catalog = self.inner.catalog.lock();
             let Some(entry) = catalog.entries.remove(name) else {
@@ -415,9 +444,20 @@ impl Engine {
         Ok(())
     }
 
-    /// Starts a write transaction: an atomic batch with read-your-writes.
+    /// Starts a transaction at the default isolation level (repeatable read).
     pub fn begin(&self) -> Transaction<'_> {
-        Transaction::new(self)
+        Transaction::new(self, IsolationLevel::default())
+    }
+
+    /// Starts a transaction at `isolation`.
+    pub fn begin_with(&self, isolation: IsolationLevel) -> Transaction<'_> {
+        Transaction::new(self, isolation)
+    }
+
+    /// A consistent snapshot: its reads see exactly the data committed before this call, for
+    /// as long as it lives (purge keeps the versions it needs meanwhile).
+    pub fn snapshot(&self) -> Snapshot<'_> {
+        Snapshot::new(self)
     }
 
     /// Stores one row (a transaction of one put).
@@ -441,14 +481,21 @@ impl Engine {
             .counters
             .rows_read
             .fetch_add(1, Ordering::Relaxed);
-        tree.get(key).map_err(|e| Error::table(table.name(), e))
+        self.inner.mvcc.read_latest(table.name(), tree, key)
     }
 
     /// Iterates over the rows of `table` whose keys fall in `range` (any bounds over byte
     /// slices), ascending; `.rev()` iterates descending.
     pub fn range<'r, R: RangeBounds<&'r [u8]>>(&self, table: &Table, range: R) -> Result<Range> {
         let tree = table.tree_of(self)?;
-        Ok(Range::new(table.name().to_owned(), tree.range(range)))
+        let view = Arc::new(self.inner.mvcc.trx.read_view(0));
+        Ok(Range::new(
+            table.name().to_owned(),
+            tree.clone(),
+            tree.range(range),
+            view,
+            self.inner.mvcc.clone(),
+        ))
     }
 
     /// Writes every dirty page, syncs every file and moves the redo log's checkpoint to its
@@ -462,7 +509,7 @@ impl Engine {
     /// "fsyncgate"), so nothing written since the last checkpoint can be trusted; the next open
     /// recovers from the redo log.
     pub fn checkpoint(&self) -> Result<()> {
-        let _commits = self.inner.commit_lock.lock();
+        let _commits = self.inner.unit_lock.lock();
         self.inner.checkpoint()
     }
 
@@ -472,6 +519,7 @@ impl Engine {
     /// nothing: it returns [`Error::ReadOnly`], and the next open recovers what was committed
     /// (and made durable) from the redo log, as after a crash.
     pub fn close(self) -> Result<()> {
+        self.inner.purge_worker.stop();
         self.inner.stop_cleaner();
         let result = if let Some(why) = self.read_only_reason() {
             Err(Error::ReadOnly(format!(
@@ -479,7 +527,10 @@ impl Engine {
                  transactions from the redo log"
             )))
         } else {
-            let _commits = self.inner.commit_lock.lock();
+            // A slow shutdown, as InnoDB's `innodb_fast_shutdown = 0`: purge everything no open
+            // reader needs, so the files hold no history a restart would have to purge.
+            while crate::purge::purge_batch(&self.inner)? > 0 {}
+            let _commits = self.inner.unit_lock.lock();
             self.inner.shut_down_cleanly()
         };
         self.inner.closed.store(true, Ordering::Release);
@@ -543,6 +594,7 @@ impl Engine {
             recovery: self.inner.recovery,
             doublewrite: self.inner.spaces.page_writes().status(),
             locks: self.inner.locks.stats(),
+            mvcc: self.inner.mvcc.status(),
             page_compression: {
                 let (trims, failures) = self.inner.spaces.page_writes().hole_counts();
                 let encoder = self.inner.spaces.encoder();
@@ -725,7 +777,8 @@ impl EngineInner {
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        // Before the engine itself goes: the cleaner holds it between rounds.
+        // Before the engine itself goes: the cleaner and purge hold it between rounds.
+        self.inner.purge_worker.stop();
         self.inner.stop_cleaner();
     }
 }

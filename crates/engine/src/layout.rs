@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 pub(crate) const LOCK_FILE: &str = "LOCK";
 /// The system tablespace (catalog).
 pub(crate) const SYSTEM_FILE: &str = "system.ibs";
+/// The undo tablespace: undo logs and the transaction system page.
+pub(crate) const UNDO_FILE: &str = "undo.ibu";
+/// The undo tablespace's id: above every table's (those count up from 1).
+pub(crate) const UNDO_SPACE_ID: barracuda_page::SpaceId = 0xFFFF_FF00;
 /// The folder of per-table tablespaces.
 pub(crate) const TABLES_DIR: &str = "tables";
 /// What a table name must be, for error messages.

@@ -11,9 +11,12 @@ use barracuda_redo::{log_path, RedoLog, RedoOptions, DEFAULT_START_LSN};
 use crate::catalog::Catalog;
 use crate::compression::PageEncoder;
 use crate::error::{Error, Result};
-use crate::layout::{table_path, LOCK_FILE, SYSTEM_FILE, TABLE_NAME_RULE};
+use crate::layout::{
+    table_path, LOCK_FILE, SYSTEM_FILE, TABLE_NAME_RULE, UNDO_FILE, UNDO_SPACE_ID,
+};
 use crate::options::{EngineOptions, PageCompression, TableOptions};
 use crate::recovery::{recover, RecoveryReport, Tables};
+use crate::tablespace::{FirstPage, Tablespace};
 use crate::torn_writes::PageWrites;
 
 /// Opens the redo log of the database in `dir`, replaying it onto the tablespaces first
@@ -98,6 +101,44 @@ pub(crate) fn space_paths(dir: &Path, catalog: &Catalog) -> Result<HashMap<Space
         paths.insert(entry.space_id, path);
     }
     Ok(paths)
+}
+
+/// Where the transaction ids of an undo tablespace recreated for a database that has tables
+/// start: above any id a row of those tables can carry from before (ids are 48-bit and count
+/// up from 1), so every row reads as committed.
+const RECREATED_UNDO_FIRST_ID: u64 = 1 << 40;
+
+/// The undo tablespace's file, created (with its transaction system page, synced with its
+/// directory entry) if the database has none: a new database — or one whose undo file is gone,
+/// when its rows' histories are lost with it: every row then reads as its newest committed
+/// version (ids restart above any a row holds), and that is logged.
+pub(crate) fn ensure_undo_space(
+    fs: &dyn barracuda_io::FileSystem,
+    dir: &Path,
+    page_size: barracuda_page::PageSize,
+    has_tables: bool,
+) -> Result<PathBuf> {
+    let path = dir.join(UNDO_FILE);
+    if !fs.exists(&path)? {
+        let max_trx_id = if has_tables {
+            tracing::warn!(
+                path = %path.display(),
+                "the undo tablespace is missing: recreated; rows read as their newest versions"
+            );
+            RECREATED_UNDO_FIRST_ID
+        } else {
+            1
+        };
+        Tablespace::create(
+            fs,
+            &path,
+            UNDO_SPACE_ID,
+            page_size,
+            FirstPage::TrxSys { max_trx_id },
+            None,
+        )?;
+    }
+    Ok(path)
 }
 
 /// The page compression of every table that has one, by space id.

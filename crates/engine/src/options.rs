@@ -46,6 +46,10 @@ impl Durability {
 
 /// Options of [`Engine::open`](crate::Engine::open). By-value builder.
 #[derive(Clone, Debug)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "each flag is an independent knob of the builder, as InnoDB's variables are"
+)]
 pub struct EngineOptions {
     pub(crate) page_size: PageSize,
     pub(crate) buffer_pool_bytes: usize,
@@ -66,6 +70,7 @@ pub struct EngineOptions {
     pub(crate) recovery_progress: Option<Arc<RecoveryProgress>>,
     pub(crate) lock_wait_timeout: Duration,
     pub(crate) deadlock_detect: bool,
+    pub(crate) background_purge: bool,
 }
 
 impl Default for EngineOptions {
@@ -90,6 +95,7 @@ impl Default for EngineOptions {
             recovery_progress: None,
             lock_wait_timeout: Duration::from_secs(50),
             deadlock_detect: true,
+            background_purge: true,
         }
     }
 }
@@ -102,6 +108,17 @@ impl EngineOptions {
     #[must_use]
     pub fn lock_wait_timeout(mut self, timeout: Duration) -> Self {
         self.lock_wait_timeout = timeout;
+        self
+    }
+
+    /// Whether a purge thread removes, while the engine runs, what committed transactions left
+    /// behind once no reader needs it (delete-marked rows, old versions, undo logs). Default
+    /// on. Off, purge runs only at [`Engine::close`](crate::Engine::close): the files then do
+    /// not depend on thread timing (deterministic tests and benchmarks), and the undo
+    /// tablespace grows until close.
+    #[must_use]
+    pub fn background_purge(mut self, on: bool) -> Self {
+        self.background_purge = on;
         self
     }
 

@@ -37,6 +37,9 @@ pub struct EngineStatus {
     /// Page compression: pages compressed, bytes saved, holes punched, pages decompressed,
     /// compression errors (MariaDB's counters), and the flush threads compressing.
     pub page_compression: PageCompressionStatus,
+    /// Multi-versioning: the history list purge works through, transactions and read views
+    /// open, what purge removed.
+    pub mvcc: MvccStatus,
     /// Row locks: requests, waits and their time, timeouts, deadlock searches (count, steps,
     /// time) and deadlocks, locks held and transactions waiting now, and the settings in force.
     pub locks: LockStatus,
@@ -58,6 +61,28 @@ pub struct EngineStatus {
     pub read_only: Option<String>,
     /// Every table.
     pub tables: Vec<TableStatus>,
+}
+
+/// Multi-versioning counters (InnoDB: "History list length" and the purge figures of SHOW
+/// ENGINE INNODB STATUS). Later versions add fields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MvccStatus {
+    /// Committed undo logs not purged yet.
+    pub history_list_length: u64,
+    /// Read-write transactions open now (from their first lock or write to commit or
+    /// rollback).
+    pub active_transactions: u64,
+    /// Read views open now (scans, transactions that read).
+    pub read_views: u64,
+    /// Undo logs purged since open.
+    pub logs_purged: u64,
+    /// Delete-marked rows purge removed since open.
+    pub rows_purged: u64,
+    /// Transactions the last run left uncommitted (a crash) that this open rolled back.
+    pub recovered_rollbacks: u64,
+    /// Their row changes taken back.
+    pub recovered_rows_undone: u64,
 }
 
 /// The redo log's state. Later versions add fields.
@@ -187,6 +212,21 @@ PAGE COMPRESSION
         )?;
         // The pool's Display carries its own section heading.
         write!(f, "{}", self.pool)?;
+        let m = &self.mvcc;
+        writeln!(f, "------------\nTRANSACTIONS\n------------")?;
+        writeln!(
+            f,
+            "History list length {}; {} active transactions, {} read views; purged {} undo \
+             logs and {} delete-marked rows; rolled back {} transactions ({} row changes) left \
+             open by a crash",
+            m.history_list_length,
+            m.active_transactions,
+            m.read_views,
+            m.logs_purged,
+            m.rows_purged,
+            m.recovered_rollbacks,
+            m.recovered_rows_undone
+        )?;
         let l = &self.locks;
         writeln!(f, "---------\nROW LOCKS\n---------")?;
         writeln!(

@@ -3,7 +3,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use barracuda_btree::{BTree, RangeIter};
+use barracuda_btree::{BTree, RangeIter, StoredRecord, StoredValue, VersionedRow};
+use barracuda_undo::ReadView;
+
+use crate::mvcc::Mvcc;
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -81,14 +84,78 @@ impl Table {
 
 /// An iterator over `(key, value)` rows of a key range: ascending, or descending with `.rev()`.
 /// It holds no latch between items, so the caller may write to the table while iterating.
+///
+/// It reads through a read view: [`Engine::range`](crate::Engine::range) takes one when it is
+/// called (every row as committed then, none of a transaction still open or committed later, so
+/// a scan never sees part of a transaction); a [`Snapshot`](crate::Snapshot)'s or a
+/// [`Transaction`](crate::Transaction)'s range reads through theirs (a transaction's sees its
+/// own writes). Rows changed since are rebuilt from the undo log.
 pub struct Range {
     table: String,
+    tree: BTree,
     iter: RangeIter,
+    view: Arc<ReadView>,
+    mvcc: Arc<Mvcc>,
+    /// An error was yielded: the iteration is over.
+    failed: bool,
 }
 
 impl Range {
-    pub(crate) fn new(table: String, iter: RangeIter) -> Self {
-        Self { table, iter }
+    pub(crate) fn new(
+        table: String,
+        tree: BTree,
+        iter: RangeIter,
+        view: Arc<ReadView>,
+        mvcc: Arc<Mvcc>,
+    ) -> Self {
+        Self {
+            table,
+            tree,
+            iter,
+            view,
+            mvcc,
+            failed: false,
+        }
+    }
+
+    /// The row the view sees of a row as the leaf holds it, `None` to skip it (deleted or
+    /// inserted after the view).
+    fn visible(&self, (key, value, sys): VersionedRow) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if self.view.sees(sys.trx_id) {
+            return Ok((!sys.deleted).then_some((key, value)));
+        }
+        // Only the fields start the walk back; the newest value is not needed.
+        let current = StoredRecord {
+            value: StoredValue::Inline(Vec::new()),
+            sys,
+        };
+        let old = self
+            .mvcc
+            .resolve(&self.table, &self.tree, &self.view, &key, current)?;
+        Ok(old.map(|v| (key, v)))
+    }
+
+    fn next_visible(
+        &mut self,
+        mut next: impl FnMut(&mut RangeIter) -> Option<barracuda_btree::Result<VersionedRow>>,
+    ) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            let result = match next(&mut self.iter)? {
+                Ok(row) => self.visible(row),
+                Err(e) => Err(Error::table(&self.table, e)),
+            };
+            match result {
+                Ok(Some(kv)) => return Some(Ok(kv)),
+                Ok(None) => {}
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+            }
+        }
     }
 }
 
@@ -104,16 +171,12 @@ impl Iterator for Range {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        Some(self.iter.next()?.map_err(|e| Error::table(&self.table, e)))
+        self.next_visible(RangeIter::next_row)
     }
 }
 
 impl DoubleEndedIterator for Range {
     fn next_back(&mut self) -> Option<Self::Item> {
-        Some(
-            self.iter
-                .next_back()?
-                .map_err(|e| Error::table(&self.table, e)),
-        )
+        self.next_visible(RangeIter::next_back_row)
     }
 }

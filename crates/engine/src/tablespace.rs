@@ -8,12 +8,24 @@ use std::sync::Arc;
 use barracuda_io::{FileSystem, OpenOptions, PageFile};
 use barracuda_page::{
     seal_page, verify_page, FileHeader, IndexPage, PageError, PageId, PageNo, PageSize, PageType,
-    SpaceHeader, SpaceId,
+    SpaceHeader, SpaceId, TrxSysPage, UndoPage,
 };
 
 use crate::compression::{decode_stored_page, CompressionCounters, SpaceCompression};
 use crate::error::{Error, Result};
 use crate::options::PageCompression;
+
+/// What page 1 of a new tablespace is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum FirstPage {
+    /// The empty root leaf of B-tree index `id` (a table).
+    IndexRoot(u64),
+    /// The transaction system page (the undo tablespace), handing out ids from `max_trx_id`.
+    TrxSys {
+        /// The first transaction id to hand out.
+        max_trx_id: u64,
+    },
+}
 
 /// A tablespace file of fixed-size pages. Page `n` lives at byte `n * page_size`.
 pub(crate) struct Tablespace {
@@ -40,8 +52,8 @@ impl std::fmt::Debug for Tablespace {
 }
 
 impl Tablespace {
-    /// Creates the file with page 0 (space header, first extent reserved) and, when `root` is
-    /// given, an empty B-tree root at page 1 of index `root`, then syncs it and its directory:
+    /// Creates the file with page 0 (space header, first extent reserved) and page 1 (an empty
+    /// B-tree root, or the transaction system page), then syncs it and its directory:
     /// a table exists on disk complete or not at all, before the catalog names it. On failure
     /// the file is removed again (nothing names it yet).
     pub(crate) fn create(
@@ -49,11 +61,11 @@ impl Tablespace {
         path: &Path,
         space_id: SpaceId,
         page_size: PageSize,
-        root_index: Option<u64>,
+        first: FirstPage,
         compression: Option<PageCompression>,
     ) -> Result<Self> {
         let file = fs.open(path, &OpenOptions::new().create(true).truncate(true))?;
-        let result = Self::format(fs, path, &file, space_id, page_size, root_index);
+        let result = Self::format(fs, path, &file, space_id, page_size, first);
         if result.is_err() {
             if let Err(err) = fs.remove(path) {
                 tracing::warn!(%err, "removing a tablespace whose creation failed");
@@ -77,7 +89,7 @@ impl Tablespace {
         file: &Arc<dyn PageFile>,
         space_id: SpaceId,
         page_size: PageSize,
-        root_index: Option<u64>,
+        first: FirstPage,
     ) -> Result<()> {
         let extent = page_size.pages_per_extent();
         let header = SpaceHeader {
@@ -92,16 +104,22 @@ impl Tablespace {
             .format(&mut page0)
             .map_err(|e| page_error(path, PageId::new(space_id, 0), e))?;
         let mut writes = Vec::with_capacity(2);
-        if let Some(index_id) = root_index {
-            let root_id = PageId::new(space_id, 1);
-            barracuda_page::AllocationBitmap::open(&mut page0[..], page_size)
-                .and_then(|mut bitmap| bitmap.set_used(1, true))
-                .map_err(|e| page_error(path, root_id, e))?;
-            let mut root = vec![0u8; page_size.bytes()];
-            IndexPage::init(&mut root[..], page_size, root_id, 0, index_id)
-                .map_err(|e| page_error(path, root_id, e))?;
-            writes.push((page_size.bytes() as u64, root));
+        let first_id = PageId::new(space_id, 1);
+        barracuda_page::AllocationBitmap::open(&mut page0[..], page_size)
+            .and_then(|mut bitmap| bitmap.set_used(1, true))
+            .map_err(|e| page_error(path, first_id, e))?;
+        let mut page1 = vec![0u8; page_size.bytes()];
+        match first {
+            FirstPage::IndexRoot(index_id) => {
+                IndexPage::init(&mut page1[..], page_size, first_id, 0, index_id)
+                    .map_err(|e| page_error(path, first_id, e))?;
+            }
+            FirstPage::TrxSys { max_trx_id } => {
+                TrxSysPage::init(&mut page1[..], page_size, first_id, max_trx_id)
+                    .map_err(|e| page_error(path, first_id, e))?;
+            }
         }
+        writes.push((page_size.bytes() as u64, page1));
         writes.push((0u64, page0));
         for (_, page) in &mut writes {
             seal_page(page);
@@ -209,9 +227,13 @@ impl Tablespace {
             .map_err(|e| Error::page(&self.path, id, e))?;
         verify_page(buf, id, self.page_size).map_err(|e| page_error(&self.path, id, e))?;
         let header = FileHeader::read(buf).map_err(|e| page_error(&self.path, id, e))?;
-        if header.page_type == PageType::Index {
-            IndexPage::open(&*buf, self.page_size).map_err(|e| page_error(&self.path, id, e))?;
-        }
+        let checked = match header.page_type {
+            PageType::Index => IndexPage::open(&*buf, self.page_size).map(drop),
+            PageType::Undo => UndoPage::open(&*buf, self.page_size).map(drop),
+            PageType::TrxSys => TrxSysPage::open(&*buf, self.page_size).map(drop),
+            _ => Ok(()),
+        };
+        checked.map_err(|e| page_error(&self.path, id, e))?;
         Ok(())
     }
 

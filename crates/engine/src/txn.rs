@@ -1,56 +1,88 @@
-//! Write transactions: atomic batches with read-your-writes and row locks.
+//! Transactions: row locks, writes in place with undo, read views, commit and rollback.
 
-use std::collections::BTreeMap;
+use std::ops::RangeBounds;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use barracuda_lock::{LockError, TrxLocks};
+use barracuda_undo::{ReadView, UndoLog};
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::table::{Table, TableInner};
+use crate::rollback::{roll_back, LogToRollBack};
+use crate::table::{Range, Table, TableInner};
+use crate::unit::OnFailure;
 
-/// Staged rows of one table: key → new value (`None` = delete).
-type StagedRows = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+/// Which committed data a transaction's plain reads see (InnoDB's `transaction_isolation`).
+/// Locking reads ([`Transaction::get_for_update`]) and writes always act on the newest
+/// committed version.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum IsolationLevel {
+    /// Every read sees the data committed before the transaction's first read (one read view
+    /// for the whole transaction), plus its own writes. The default, as in InnoDB.
+    #[default]
+    RepeatableRead,
+    /// Every read (each `get`, each `range` call) sees the data committed before it started,
+    /// plus the transaction's own writes.
+    ReadCommitted,
+}
 
-/// A batch of writes applied all together at [`commit`](Self::commit), or not at all.
+/// A transaction: writes that become visible all together at [`commit`](Self::commit), or not
+/// at all.
 ///
-/// Reads through the transaction see its own writes first. Until commit nothing is visible to
-/// others. Commits are applied one batch at a time; a reader running while a batch is applied
-/// may see part of it (there is no MVCC yet — it comes with undo logs). The batch's page changes
-/// form one commit unit of the redo log: after a crash the batch is wholly present or wholly
-/// absent, and no page holding part of it is written before the whole unit is in the log.
-/// A row that fails after an earlier row of the batch was applied leaves the batch half applied
-/// in memory with no undo to take it back: the engine turns read-only, writes nothing more, and
-/// the next open recovers without the batch. A batch whose first row fails changed nothing and
-/// the engine stays writable.
+/// **Writes** change the table in place at once: [`put`](Self::put) and
+/// [`delete`](Self::delete) lock the row's key, append the version they replace to the
+/// transaction's undo log, and change the row (a delete only delete-marks it; purge removes it
+/// once no reader can need it). Until commit every other reader rebuilds the rows the
+/// transaction changed from its undo log, so nobody sees any of them; the transaction's own
+/// reads see them. [`rollback`](Self::rollback) — or dropping the transaction, or its choice as
+/// a deadlock victim — applies the undo log, newest change first. A crash rolls back every
+/// transaction that had not committed when the engine next opens.
 ///
-/// **Row locks.** [`put`](Self::put), [`delete`](Self::delete) and
-/// [`get_for_update`](Self::get_for_update) take an exclusive lock on the row's key at once
-/// (InnoDB's `SELECT … FOR UPDATE` / `UPDATE` record locks), held until the transaction
-/// commits or rolls back; a row locked by another transaction makes the request wait, first
-/// come first served. A wait longer than the lock wait timeout fails the request with
-/// [`Error::LockWaitTimeout`] (the transaction stays usable); a wait that would close a cycle
-/// of waiting transactions is a deadlock, and its victim, the lightest transaction of the
-/// cycle, is rolled back with [`Error::Deadlock`]. Plain reads take no lock.
+/// **Row locks.** `put`, `delete` and [`get_for_update`](Self::get_for_update) take an
+/// exclusive lock on the row's key (InnoDB's record locks), held until commit or rollback; a
+/// row locked by another transaction makes the request wait, first come first served. A wait
+/// longer than the lock wait timeout fails the request with [`Error::LockWaitTimeout`] (the
+/// transaction stays usable); a wait that would close a cycle of waiting transactions is a
+/// deadlock, and its victim, the lightest transaction of the cycle, is rolled back with
+/// [`Error::Deadlock`]. Plain reads take no lock. Two transactions writing different rows run
+/// concurrently; each row's change is one short redo unit.
+///
+/// **Reads** ([`get`](Self::get), [`range`](Self::range)) see committed data as the
+/// [`IsolationLevel`] says, plus the transaction's own writes.
 pub struct Transaction<'e> {
     engine: &'e Engine,
-    /// Per table (keyed by name, holding its handle), key → new value (`None` = delete).
-    writes: BTreeMap<String, (Arc<TableInner>, StagedRows)>,
-    /// The row locks held, from the first locking call on.
-    locks: Option<TrxLocks>,
+    isolation: IsolationLevel,
+    /// Its id and row locks from its first locking call, its undo log from its first write.
+    writer: Option<Writer>,
     /// Set when the transaction was rolled back as a deadlock victim: (table, trx id, why).
     deadlock_victim: Option<(String, u64, String)>,
+    /// The read view of a repeatable-read transaction, from its first read.
+    view: Mutex<Option<Arc<ReadView>>>,
     finished: bool,
 }
 
+/// What a transaction that locks or writes holds.
+struct Writer {
+    id: u64,
+    locks: TrxLocks,
+    log: Option<UndoLog>,
+    /// The tables it wrote to: a commit after one of them was dropped is refused.
+    tables: Vec<Arc<TableInner>>,
+    written: u64,
+    deleted: u64,
+}
+
 impl<'e> Transaction<'e> {
-    pub(crate) fn new(engine: &'e Engine) -> Self {
+    pub(crate) fn new(engine: &'e Engine, isolation: IsolationLevel) -> Self {
         Self {
             engine,
-            writes: BTreeMap::new(),
-            locks: None,
+            isolation,
+            writer: None,
             deadlock_victim: None,
+            view: Mutex::new(None),
             finished: false,
         }
     }
@@ -70,52 +102,73 @@ impl<'e> Transaction<'e> {
     /// The transaction's id, once it has locked a row (ids are given at the first lock, as
     /// InnoDB gives them at the first write).
     pub fn id(&self) -> Option<u64> {
-        self.locks.as_ref().map(TrxLocks::id)
+        self.writer.as_ref().map(|w| w.id)
+    }
+
+    /// Its isolation level.
+    pub fn isolation(&self) -> IsolationLevel {
+        self.isolation
+    }
+
+    /// Its writer state, started now if it has none: an id (active from now on) and an empty
+    /// set of row locks.
+    fn writer(&mut self) -> Result<&mut Writer> {
+        if self.writer.is_none() {
+            let inner = &self.engine.inner;
+            let id = {
+                // Under the unit lock: when the id reserve runs out, the new high-water mark is
+                // logged before any transaction can write a higher id to a page.
+                let _unit = inner.unit_lock.lock();
+                self.engine.check_writable()?;
+                inner.mvcc.begin()?
+            };
+            if let Some(view) = self.view.get_mut() {
+                view.set_creator(id);
+            }
+            self.writer = Some(Writer {
+                id,
+                locks: inner.locks.begin(id),
+                log: None,
+                tables: Vec::new(),
+                written: 0,
+                deleted: 0,
+            });
+        }
+        self.writer
+            .as_mut()
+            .ok_or_else(|| Error::Unsupported("transaction state lost".to_owned()))
     }
 
     /// Takes the exclusive lock on `key` of `table`, waiting as long as the lock wait timeout
     /// allows. A deadlock rolls the transaction back before the error is returned.
     fn lock_row(&mut self, table: &Table, key: &[u8]) -> Result<()> {
-        let inner = &self.engine.inner;
-        let locks = self.locks.get_or_insert_with(|| {
-            inner
-                .locks
-                .begin(inner.next_trx_id.fetch_add(1, Ordering::Relaxed))
-        });
-        match locks.lock_exclusive(u64::from(table.space_id()), key) {
+        let writer = self.writer()?;
+        match writer
+            .locks
+            .lock_exclusive(u64::from(table.space_id()), key)
+        {
             Ok(_) => Ok(()),
             Err(LockError::Timeout { waited }) => Err(Error::LockWaitTimeout {
                 table: table.name().to_owned(),
                 waited,
             }),
             Err(LockError::Deadlock { trx, why }) => {
-                locks.release_all();
-                self.writes.clear();
-                inner.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
-                let victim = (table.name().to_owned(), trx, why);
-                self.deadlock_victim = Some(victim);
+                let rolled_back = self.roll_back_now();
+                self.engine
+                    .inner
+                    .counters
+                    .rollbacks
+                    .fetch_add(1, Ordering::Relaxed);
+                rolled_back?;
+                self.deadlock_victim = Some((table.name().to_owned(), trx, why));
                 self.check_alive()
             }
         }
     }
 
-    fn table_writes(&mut self, table: &Table) -> Result<&mut StagedRows> {
-        table.tree_of(self.engine)?;
-        let entry = self
-            .writes
-            .entry(table.name().to_owned())
-            .or_insert_with(|| (table.inner.clone(), BTreeMap::new()));
-        if !Arc::ptr_eq(&entry.0, &table.inner) {
-            return Err(Error::StaleTable(table.name().to_owned()));
-        }
-        Ok(&mut entry.1)
-    }
-
-    /// Locks `key` and stages `key → value`. Keys and values over the limits are refused now,
-    /// not at commit.
+    /// Locks `key`, then writes `key → value` in place, its previous version kept in the
+    /// transaction's undo log. Keys and values over the limits are refused.
     pub fn put(&mut self, table: &Table, key: &[u8], value: &[u8]) -> Result<()> {
-        self.check_alive()?;
-        check_key(self.engine, table, key)?;
         let (len, max) = (value.len() as u64, barracuda_btree::MAX_VALUE_LEN);
         if len > max {
             return Err(Error::ValueTooLong {
@@ -124,104 +177,173 @@ impl<'e> Transaction<'e> {
                 max,
             });
         }
-        self.table_writes(table)?;
-        self.lock_row(table, key)?;
-        self.table_writes(table)?
-            .insert(key.to_vec(), Some(value.to_vec()));
-        Ok(())
+        self.write_row(table, key, Some(value))
     }
 
-    /// Locks `key` and stages its deletion.
+    /// Locks `key` and delete-marks its row (deleting an absent key is not an error).
     pub fn delete(&mut self, table: &Table, key: &[u8]) -> Result<()> {
+        self.write_row(table, key, None)
+    }
+
+    fn write_row(&mut self, table: &Table, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         self.check_alive()?;
         check_key(self.engine, table, key)?;
-        self.table_writes(table)?;
+        let tree = table.tree_of(self.engine)?.clone();
         self.lock_row(table, key)?;
-        self.table_writes(table)?.insert(key.to_vec(), None);
+        let engine = self.engine;
+        let inner = &engine.inner;
+        let writer = self.writer()?;
+        if !writer.tables.iter().any(|t| Arc::ptr_eq(t, &table.inner)) {
+            writer.tables.push(table.inner.clone());
+        }
+        let (changed, _) = inner.in_unit(redo_estimate(key, value), OnFailure::Close, || {
+            if table.inner.dropped.load(Ordering::Acquire) {
+                return Err(Error::StaleTable(table.name().to_owned()));
+            }
+            let log = match &mut writer.log {
+                Some(log) => log,
+                None => writer.log.insert(inner.mvcc.start_log(writer.id)?),
+            };
+            inner
+                .mvcc
+                .apply_row(&tree, log, writer.id, key, value)
+                .map_err(|e| Error::table(table.name(), e))
+        })?;
+        if changed {
+            writer.locks.add_weight(1);
+            if value.is_some() {
+                writer.written += 1;
+            } else {
+                writer.deleted += 1;
+            }
+        }
         Ok(())
     }
 
     /// Locks `key`, then reads it (InnoDB's `SELECT … FOR UPDATE`): the value read cannot
     /// change under this transaction until it ends, so a read-modify-write through it loses
-    /// no update of another transaction.
+    /// no update of another transaction. It reads the newest committed version (or this
+    /// transaction's own), not the transaction's read view: that is the version its write
+    /// will replace.
     pub fn get_for_update(&mut self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_alive()?;
         check_key(self.engine, table, key)?;
-        table.tree_of(self.engine)?;
+        let tree = table.tree_of(self.engine)?.clone();
         self.lock_row(table, key)?;
-        self.get(table, key)
+        let table_err = |e| Error::table(table.name(), e);
+        // The lock is held: the row is as the last transaction to lock it left it (committed
+        // or rolled back before it let go), or as this one wrote it.
+        match tree.get_stored(key).map_err(table_err)? {
+            Some(current) if !current.sys.deleted => tree
+                .read_stored(&current.value)
+                .map(Some)
+                .map_err(table_err),
+            _ => Ok(None),
+        }
     }
 
-    /// Reads `key`, seeing this transaction's own staged writes first. Takes no lock.
+    /// The read view for a read now: the transaction's own (repeatable read), or a new one
+    /// (read committed). Either sees the transaction's own writes.
+    fn view_for_read(&self) -> Arc<ReadView> {
+        let mvcc = &self.engine.inner.mvcc;
+        let creator = self.id().unwrap_or(0);
+        match self.isolation {
+            IsolationLevel::ReadCommitted => Arc::new(mvcc.trx.read_view(creator)),
+            IsolationLevel::RepeatableRead => self
+                .view
+                .lock()
+                .get_or_insert_with(|| Arc::new(mvcc.trx.read_view(creator)))
+                .clone(),
+        }
+    }
+
+    /// Reads `key` as the transaction sees it: its own writes, and the data committed as its
+    /// isolation level says. Takes no lock.
     pub fn get(&self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_alive()?;
-        if let Some((_, writes)) = self.writes.get(table.name()) {
-            if let Some(staged) = writes.get(key) {
-                return Ok(staged.clone());
-            }
-        }
-        self.engine.get(table, key)
+        let tree = table.tree_of(self.engine)?;
+        let view = self.view_for_read();
+        self.engine
+            .inner
+            .counters
+            .rows_read
+            .fetch_add(1, Ordering::Relaxed);
+        self.engine
+            .inner
+            .mvcc
+            .read_in(table.name(), tree, &view, key)
     }
 
-    /// Number of staged writes.
+    /// Iterates over the rows of `table` in `range` as the transaction sees them (see
+    /// [`get`](Self::get)): its own writes included, each row of a repeatable-read transaction
+    /// as of its read view. Takes no lock.
+    pub fn range<'r, R: RangeBounds<&'r [u8]>>(&self, table: &Table, range: R) -> Result<Range> {
+        self.check_alive()?;
+        let tree = table.tree_of(self.engine)?;
+        Ok(Range::new(
+            table.name().to_owned(),
+            tree.clone(),
+            tree.range(range),
+            self.view_for_read(),
+            self.engine.inner.mvcc.clone(),
+        ))
+    }
+
+    /// Number of row writes made (puts and deletes that changed a row).
     pub fn len(&self) -> usize {
-        self.writes.values().map(|(_, w)| w.len()).sum()
+        self.writer.as_ref().map_or(0, |w| {
+            usize::try_from(w.written + w.deleted).unwrap_or(usize::MAX)
+        })
     }
 
-    /// Whether nothing is staged.
+    /// Whether nothing was written.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Applies every staged write and logs them as one commit unit. On success all of them are
-    /// visible, and durable as the engine's [`Durability`](crate::Durability) says: with
-    /// `SyncEachCommit` the unit is synced before this returns. The engine's commit lock is
-    /// released before the wait for the sync, so concurrent commits share one `fsync`.
+    /// Commits: every write becomes visible at once to readers that start from now on, and
+    /// durable as the engine's [`Durability`](crate::Durability) says (with `SyncEachCommit`
+    /// the commit is synced before this returns). The row locks are released before the wait
+    /// for the sync (as InnoDB does; a transaction that then reads a released row and commits
+    /// gets a later LSN, so no crash can keep its commit and lose the one it read from), and no
+    /// engine-wide lock is held during it, so concurrent commits share one `fsync`.
     ///
-    /// The row locks are released once the writes are applied, before the wait for the sync
-    /// (as InnoDB does): a transaction that then reads a released row and commits gets a later
-    /// LSN, so no crash can keep its commit and lose the one it read from.
+    /// A table written to and dropped since makes the commit fail with [`Error::StaleTable`]
+    /// after rolling the rest back.
     pub fn commit(mut self) -> Result<()> {
         self.finished = true;
         self.check_alive()?;
-        // Dropped on every return below: that releases the locks.
-        let mut locks = self.locks.take();
-        let writes = std::mem::take(&mut self.writes);
-        if writes.is_empty() {
+        let Some(mut writer) = self.writer.take() else {
             return Ok(());
-        }
-        let inner = &self.engine.inner;
-        let commit_lsn = {
-            let _commit = inner.commit_lock.lock();
-            self.engine.check_writable()?;
-            // Validate all handles before applying anything.
-            for (name, (table, _)) in &writes {
-                if table.dropped.load(Ordering::Acquire) {
-                    return Err(Error::StaleTable(name.clone()));
-                }
-            }
-            inner.make_log_room(redo_estimate(&writes))?;
-            inner.log.begin_unit();
-            let (written, deleted) = apply(inner, &writes)?;
-            let end = inner.log.end_unit().map_err(|e| {
-                let err = Error::from(e);
-                inner.poison(format!("the redo log refused a commit: {err}"));
-                err
-            })?;
-            inner
-                .counters
-                .rows_written
-                .fetch_add(written, Ordering::Relaxed);
-            inner
-                .counters
-                .rows_deleted
-                .fetch_add(deleted, Ordering::Relaxed);
-            inner.counters.commits.fetch_add(1, Ordering::Relaxed);
-            end
         };
-        if let Some(locks) = &mut locks {
-            locks.release_all();
+        let inner = &self.engine.inner;
+        let Some(log) = writer.log.take() else {
+            // Only locked rows: nothing to commit.
+            inner.mvcc.trx.end_rolled_back(writer.id);
+            return Ok(());
+        };
+        if let Some(dropped) = writer
+            .tables
+            .iter()
+            .find(|t| t.dropped.load(Ordering::Acquire))
+        {
+            let name = dropped.name.clone();
+            roll_back(inner, writer.id, LogToRollBack::Live(log))?;
+            inner.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
+            return Err(Error::StaleTable(name));
         }
+        let ((), commit_lsn) =
+            inner.in_unit(512, OnFailure::Poison, || inner.mvcc.commit(writer.id, log))?;
+        let counters = &inner.counters;
+        counters
+            .rows_written
+            .fetch_add(writer.written, Ordering::Relaxed);
+        counters
+            .rows_deleted
+            .fetch_add(writer.deleted, Ordering::Relaxed);
+        counters.commits.fetch_add(1, Ordering::Relaxed);
+        writer.locks.release_all();
+        inner.purge_worker.nudge();
         if let Some(lsn) = commit_lsn {
             inner.log.log().wait_for_commit(lsn).map_err(|e| {
                 let err = Error::from(e);
@@ -232,16 +354,33 @@ impl<'e> Transaction<'e> {
         Ok(())
     }
 
-    /// Discards every staged write and releases the row locks.
-    pub fn rollback(mut self) {
+    /// Takes every write back (from the undo log, newest first) and releases the row locks.
+    /// A failure to roll back turns the engine read-only (the next open finishes the rollback)
+    /// and is returned.
+    pub fn rollback(mut self) -> Result<()> {
         self.finished = true;
-        self.writes.clear();
-        self.locks = None;
         self.engine
             .inner
             .counters
             .rollbacks
             .fetch_add(1, Ordering::Relaxed);
+        self.roll_back_now()
+    }
+
+    /// Rolls the writes back, then lets the locks go.
+    fn roll_back_now(&mut self) -> Result<()> {
+        let Some(mut writer) = self.writer.take() else {
+            return Ok(());
+        };
+        let inner = &self.engine.inner;
+        let result = if let Some(log) = writer.log.take() {
+            roll_back(inner, writer.id, LogToRollBack::Live(log)).map(|_| ())
+        } else {
+            inner.mvcc.trx.end_rolled_back(writer.id);
+            Ok(())
+        };
+        writer.locks.release_all();
+        result
     }
 }
 
@@ -253,55 +392,20 @@ impl Drop for Transaction<'_> {
                 .counters
                 .rollbacks
                 .fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Applies the rows of a commit inside its open unit; returns (rows written, rows deleted).
-///
-/// On an error after a row was applied, the unit stays open on purpose: the engine is poisoned,
-/// and the open unit keeps every page holding part of the batch from being written, while
-/// recovery discards the unit's frames. On an error before any row was applied the unit is
-/// closed (what it holds, if anything, is whole: pages allocated and freed again).
-fn apply(
-    inner: &crate::engine::EngineInner,
-    writes: &BTreeMap<String, (Arc<TableInner>, StagedRows)>,
-) -> Result<(u64, u64)> {
-    let (mut written, mut deleted) = (0u64, 0u64);
-    for (name, (table, rows)) in writes {
-        for (key, value) in rows {
-            let result = match value {
-                Some(value) => table.tree.put(key, value).map(|_| written += 1),
-                None => table.tree.delete(key).map(|_| deleted += 1),
-            };
-            if let Err(err) = result {
-                let err = Error::table(name, err);
-                if written + deleted > 0 {
-                    inner.poison(format!("a commit failed part-way: {err}"));
-                } else if let Err(log_err) = inner.log.end_unit() {
-                    inner.poison(format!("the redo log refused a commit: {log_err}"));
-                }
-                return Err(err);
+            if let Err(err) = self.roll_back_now() {
+                tracing::error!(%err, "rolling back a dropped transaction failed");
             }
         }
     }
-    Ok((written, deleted))
 }
 
-/// An estimate of the redo a commit appends, to make room for it and to refuse up front a
-/// commit that cannot fit: measured redo per row is about 1.15 × the row's bytes for
-/// sequential keys and 2 × for random ones (splits included); this takes 1.25 × plus a per-row
-/// allowance for headers. A commit that needs more than estimated and overflows the log fails
-/// part-way (the engine turns read-only; recovery discards it).
-fn redo_estimate(writes: &BTreeMap<String, (Arc<TableInner>, StagedRows)>) -> u64 {
-    writes
-        .values()
-        .flat_map(|(_, rows)| rows.iter())
-        .map(|(key, value)| {
-            let bytes = (key.len() + value.as_ref().map_or(0, Vec::len)) as u64;
-            bytes + bytes / 4 + 64
-        })
-        .sum()
+/// An estimate of the redo one row write appends, to make room for it and to refuse a row the
+/// log cannot hold: the row about 1.25 × over (splits included, measured ≤ 2 × for random
+/// keys), the version it replaces in its undo record (at most a page's share of inline bytes,
+/// or a reference), and framing.
+fn redo_estimate(key: &[u8], value: Option<&[u8]>) -> u64 {
+    let bytes = (key.len() + value.map_or(0, <[u8]>::len)) as u64;
+    bytes + bytes / 4 + 2 * key.len() as u64 + 4096
 }
 
 fn check_key(engine: &Engine, table: &Table, key: &[u8]) -> Result<()> {

@@ -16,10 +16,11 @@
 //! - **Inside the page cleaner's fuzzy checkpoint** (its rounds while a writer commits: pages
 //!   written oldest first, tablespaces synced, the slot written), for every N its rounds reach in
 //!   the dry run; the transaction in flight at the cut may be present, whole, or absent.
-//! - **Inside recovery**: a database whose last transaction was cut short after part of its
-//!   commit unit was synced and some of the pages it allocated were written (recovery discards
-//!   the unit; the cut is at a log write the unit must make, it being longer than two log
-//!   buffers, and both facts are checked) and whose pages were written past the checkpoint
+//! - **Inside recovery**: a database whose last transaction was cut short inside the commit
+//!   unit of its last row (a huge off-page value) after part of that unit was synced and some
+//!   of the pages it allocated were written (recovery discards the unit, then rolls the
+//!   transaction's earlier rows back from its undo log; the cut is at a log write the unit must
+//!   make, it being longer than two log buffers, and both facts are checked) and whose pages were written past the checkpoint
 //!   while one page changed since stays to be redone, reopened with the power cut at
 //!   the N-th operation of the open (page writes, syncs, the erase past the end of the log, the
 //!   checkpoints); then opened again, and — the session after a recovery being where stale
@@ -329,14 +330,17 @@ fn a_power_cut_at_every_operation_of_the_page_cleaners_rounds_loses_no_acknowled
 
 /// Transactions before the one cut short: half before a checkpoint, half after it.
 const BEFORE_BIG: u64 = 40;
-/// Rows of the transaction cut short. Enough for its commit unit to span more than two and a
-/// half log buffers (checked by the dry run; see [`cut_at_log_write_from`] for why), and for it
-/// to allocate more pages than the pool has frames, so that some of them are evicted — written —
-/// before the unit is complete. Not so many that its redo estimate, with the log's age, reaches
-/// the sync point (the commit would first have every older page written and checkpointed,
-/// leaving the recovery nothing to redo): 800 rows are about 390 KB of redo, estimated 510 KB,
-/// on a log whose sync point is at 630 KB of age.
-const BIG_ROWS: u64 = 800;
+/// Small rows of the transaction cut short, written in place (each its own commit unit) before
+/// its last, huge row.
+const BIG_ROWS: u64 = 100;
+/// The value of the big transaction's last row: off-page, its chain of about 90 overflow pages
+/// one commit unit of about 370 KB of redo, more than two and a half log buffers of 128 KiB
+/// (checked by the dry run; see [`cut_at_log_write_from`] for why), and more pages than the
+/// pool has frames, so that some of them are evicted — written — before the unit is complete.
+/// Not so large that its redo estimate, with the log's age, reaches the sync point (the row
+/// would first have every older page written and checkpointed, leaving the recovery nothing to
+/// redo).
+const HUGE_VALUE: usize = 360_000;
 /// Transactions committed after the recovery, before the next power loss.
 const AFTER_RECOVERY: u64 = 10;
 /// Where the log's data area starts in its file (FORMATS.md §9: LSN `l` is at byte
@@ -344,12 +348,14 @@ const AFTER_RECOVERY: u64 = 10;
 const LOG_DATA_OFFSET: u64 = 3 * 4096;
 
 /// The transaction the power cut interrupts: [`BIG_ROWS`] rows of table `a` of 300–600 bytes,
-/// new but for the first ([`last_before_big`]). Their keys sort after every other key, so the
-/// inserts append at the tree's right edge and its splits move no records: the unit's length
-/// hardly varies with the seed (with keys at the left edge, from 290 to 470 KB).
+/// new but for the first ([`last_before_big`]), then one row of [`HUGE_VALUE`] bytes, whose
+/// commit unit the cut lands in. Their keys sort after every other key, so the inserts append
+/// at the tree's right edge and its splits move no records: the redo hardly varies with the
+/// seed. Recovery discards the huge row's incomplete unit and rolls the rest back from the
+/// transaction's undo log.
 fn big_transaction(seed: u64) -> Vec<Write> {
     let mut rng = SplitMix64::stream(seed, u64::MAX);
-    (0..BIG_ROWS)
+    let mut rows: Vec<Write> = (0..BIG_ROWS)
         .map(|row| {
             let len = rng.range_inclusive(300, 600) as usize;
             Write {
@@ -358,15 +364,18 @@ fn big_transaction(seed: u64) -> Vec<Write> {
                 value: Some(value(u64::MAX, row, len, &mut rng)),
             }
         })
-        .collect()
+        .collect();
+    rows.push(Write {
+        table: 0,
+        key: b"zhuge".to_vec(),
+        value: Some(value(u64::MAX, BIG_ROWS, HUGE_VALUE, &mut rng)),
+    });
+    rows
 }
 
 /// The last transaction acknowledged before the big one: the big transaction's first row with
-/// another value. The big unit's first mtr changes the same leaf, which from then on may not be
-/// written (it holds a change of the open unit), so this commit's change of it is in the log
-/// only: the recovery has a page to redo whatever the evictions and the page cleaner wrote
-/// during the big commit (the cleaner could only write the leaf in the instant between the two
-/// commits).
+/// another value, so that the big transaction's first write updates a committed row (its
+/// rollback restores a version, not only removes inserts).
 fn last_before_big(seed: u64) -> Vec<Write> {
     let mut rng = SplitMix64::stream(seed, u64::MAX - 2);
     let mut first = big_transaction(seed).swap_remove(0);
@@ -432,9 +441,9 @@ fn cut_at_log_write_from(lsn: u64) -> Filter {
 struct Crashed {
     /// The acknowledged commits.
     model: Model,
-    /// The LSN at which the big transaction's commit unit starts.
+    /// The LSN at which the huge row's commit unit starts.
     unit_start: u64,
-    /// The LSN the log reached when the big commit returned or failed.
+    /// The LSN the log reached when the huge row's write returned or failed.
     unit_end: u64,
     /// The log buffer's size.
     log_buffer: u64,
@@ -469,13 +478,24 @@ fn crashed_database(
     commit(&db, &tables, &last).unwrap();
     model.apply(&last);
     let big = big_transaction(seed);
+    let (huge, rows) = big.split_last().unwrap();
+    let mut tx = db.begin();
+    for w in rows {
+        tx.put(&tables[w.table], &w.key, w.value.as_deref().unwrap())
+            .unwrap();
+    }
     let unit_start = db.status().current_lsn;
     if let Some(bytes) = cut_after {
         let filter = cut_at_log_write_from(unit_start + bytes);
         cut.arm_filtered(Who::Any, Some(filter), Some(1));
     }
-    let result = commit(&db, &tables, &big);
+    let result = tx.put(
+        &tables[huge.table],
+        &huge.key,
+        huge.value.as_deref().unwrap(),
+    );
     let unit_end = db.status().current_lsn;
+    let result = result.and_then(|()| tx.commit());
     match (cut.fired(), result) {
         (true, Ok(())) => panic!("seed {seed:#x}: the big commit succeeded with the power off"),
         (false, Err(e)) => panic!("seed {seed:#x}: the big commit failed: {}", chain(&e)),

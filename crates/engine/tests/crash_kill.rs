@@ -12,7 +12,10 @@
 //!   lost, and at most the one in flight is added;
 //! - every table holds exactly what the transactions `1..=k` of each writer leave (rebuilt from
 //!   the seed): no transaction partly visible, no row of a later or lost one;
-//! - every B-tree is well formed (`check_table`).
+//! - every B-tree is well formed (`check_table`);
+//! - no row of the child's *open* transaction is left: a third thread keeps a transaction
+//!   open at all times (rows written in place, some off-page, rolled back and begun again), so
+//!   nearly every kill leaves one for the reopen to roll back (and the totals count them).
 //!
 //! Rounds continue on the same directory (the next child resumes after each writer's `k`), so
 //! kills land both in a young database and in one that has outgrown the pool many times over
@@ -278,7 +281,44 @@ fn crash_child_process() {
             let (db, tables, stop) = (&db, &tables, &stop);
             scope.spawn(move || run_writer(db, tables, context.seed, w, stop));
         }
+        let (db, tables, stop) = (&db, &tables, &stop);
+        scope.spawn(move || run_holdout(db, tables, stop));
     });
+}
+
+/// A transaction that is always open in the child: it writes rows of keys no writer uses
+/// (`open<i>`, some off-page, some written twice, some deleted again) a little at a time and
+/// rolls them back, over and over. Nearly every kill finds it open with rows written in place,
+/// which the next open must roll back: a row of it found after recovery is a row the model
+/// does not have.
+fn run_holdout(db: &Engine, tables: &[Table], stop: &AtomicBool) {
+    let mut round = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let mut tx = db.begin();
+        for i in 0..40u64 {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let table = &tables[(i % tables.len() as u64) as usize];
+            let key = format!("open{}", i % 25).into_bytes();
+            let len = if i % 7 == 0 {
+                6000
+            } else {
+                100 + (i * 37 + round) as usize % 300
+            };
+            let written = if i % 11 == 10 {
+                tx.delete(table, &key)
+            } else {
+                tx.put(table, &key, &vec![b'o'; len])
+            };
+            written
+                .unwrap_or_else(|e| panic!("child: the open transaction's write: {}", chain(&e)));
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        tx.rollback()
+            .unwrap_or_else(|e| panic!("child: rolling back the open transaction: {}", chain(&e)));
+        round += 1;
+    }
 }
 
 /// Writer `w` of the child: commits its transactions from where its meta row says, printing an
@@ -322,6 +362,8 @@ struct Checked {
     committed: Vec<u64>,
     /// Writers whose unacknowledged in-flight transaction turned out committed.
     in_flight_found: usize,
+    /// Transactions the reopen rolled back.
+    rolled_back: u64,
 }
 
 /// The parent's checks after one kill. `before` is what the previous round found (and left
@@ -358,6 +400,7 @@ fn check_round(
             return Ok(Checked {
                 committed: acked,
                 in_flight_found: 0,
+                rolled_back: 0,
             });
         }
         Err(e) => {
@@ -368,6 +411,7 @@ fn check_round(
             ))
         }
     };
+    let rolled_back = db.status().mvcc.recovered_rollbacks;
     let checked = check_database(&db, &acked, model);
     let closed = db.close();
     let committed = checked?;
@@ -376,6 +420,7 @@ fn check_round(
     Ok(Checked {
         committed,
         in_flight_found,
+        rolled_back,
     })
 }
 
@@ -481,6 +526,7 @@ struct Totals {
     kills_after_an_ack: usize,
     max_transactions: u64,
     in_flight_found: usize,
+    rolled_back: u64,
     /// Spent running children, and reopening and checking after them.
     child_time: Duration,
     check_time: Duration,
@@ -527,6 +573,7 @@ fn run_directory(
                 totals.acks += round.acked.len();
                 totals.kills_after_an_ack += usize::from(!round.acked.is_empty());
                 totals.in_flight_found += checked.in_flight_found;
+                totals.rolled_back += checked.rolled_back;
                 totals.max_transactions =
                     totals.max_transactions.max(checked.committed.iter().sum());
                 committed = checked.committed;
@@ -573,12 +620,14 @@ fn run_crash_test(test: &str, default_kills: usize, directories: usize) {
     }
     println!(
         "crash test {test}: {} kill points, {} ACKs, {} kills after at least one ACK, \
-         in-flight commits found committed: {}, up to {} transactions in one database, {:.1} s \
-         ({:.1} s in children, {:.1} s reopening and checking)",
+         in-flight commits found committed: {}, open transactions rolled back at reopen: {}, \
+         up to {} transactions in one database, {:.1} s ({:.1} s in children, {:.1} s \
+         reopening and checking)",
         totals.kills,
         totals.acks,
         totals.kills_after_an_ack,
         totals.in_flight_found,
+        totals.rolled_back,
         totals.max_transactions,
         start.elapsed().as_secs_f64(),
         totals.child_time.as_secs_f64(),
@@ -588,6 +637,11 @@ fn run_crash_test(test: &str, default_kills: usize, directories: usize) {
     assert!(
         totals.max_transactions > 0,
         "no transaction was ever committed: the child never got to work"
+    );
+    // The child always has a transaction open: reopens must have rolled some back.
+    assert!(
+        totals.rolled_back > 0,
+        "no reopen rolled back an open transaction"
     );
 }
 

@@ -98,7 +98,7 @@ proptest! {
                         // Read-your-writes inside the batch.
                         prop_assert_eq!(tx.get(&t, &key(k)).unwrap(), staged.get(&key(k)).cloned());
                     }
-                    if commit { tx.commit().unwrap(); model = staged; } else { tx.rollback(); }
+                    if commit { tx.commit().unwrap(); model = staged; } else { tx.rollback().unwrap(); }
                 }
                 Op::Reopen => {
                     db.close().unwrap();

@@ -2,11 +2,12 @@
 //!
 //! The workload (puts and deletes in batches, with splits, merges, overflow chains and
 //! checkpoints) runs on the fault-injecting file system with the N-th read, write, sync or file
-//! growth failing (EIO or ENOSPC), for every N the workload reaches. Then the database is closed
-//! and reopened on healthy files (the reopen replays the redo log when the close could not
-//! checkpoint), and the table must hold exactly the batches that committed — plus, possibly,
-//! the last batch whose commit failed after its log was written (a failed log sync), whole,
-//! never in part.
+//! growth failing (EIO or ENOSPC), for every N the workload reaches. A write that fails rolls
+//! its transaction back. Then the database is closed and reopened on healthy files (the reopen
+//! replays the redo log when the close could not checkpoint, and rolls back a transaction a
+//! failure left open), and the table must hold exactly the batches that committed — plus,
+//! possibly, the last batch whose commit failed after its log was written (a failed log sync),
+//! whole, never in part.
 //!
 //! And before the close, while the engine is still writable, every committed row reads back and
 //! the tree passes `check_table`: a failed batch changed nothing, a failed split or merge left no
@@ -87,7 +88,13 @@ fn workload() -> Vec<Vec<Op>> {
 fn options(fs: &FaultyFileSystem) -> EngineOptions {
     EngineOptions::default()
         .page_size(PageSize::K4)
-        .buffer_pool_bytes(32 * 4096) // 32 frames: pages are evicted, written and read back
+        // 48 frames: pages are evicted, written and read back. A row write is one redo unit
+        // whose pages stay in the pool until it ends: its table pages (a split, an overflow
+        // chain) plus its undo page, the transaction system page and the undo space's bitmap.
+        .buffer_pool_bytes(48 * 4096)
+        // Purge runs at close only, so that the op counts of a run do not depend on when a
+        // background thread woke.
+        .background_purge(false)
         // A small log: creating it is quick, and it wraps and checkpoints during the workload.
         .redo_log_capacity(2 << 20)
         .file_system(Arc::new(fs.clone()))
@@ -134,21 +141,32 @@ fn run(fault: Option<(OpKind, u64, FaultError)>) -> ([u64; 4], Outcome) {
     let last = batches.len() - 1;
     for (i, batch) in batches.into_iter().enumerate() {
         let mut tx = db.begin();
-        for (key, value) in &batch {
-            match value {
-                Some(v) => tx.put(&table, key, v).unwrap(),
-                None => tx.delete(&table, key).unwrap(),
-            }
-        }
         let mut something_failed = false;
         let mut applied = committed.clone();
+        let mut wrote_all = true;
         for (key, value) in batch {
+            // A write changes the table at once: it can meet the failpoint itself.
+            let written = match &value {
+                Some(v) => tx.put(&table, &key, v),
+                None => tx.delete(&table, &key),
+            };
+            if written.is_err() {
+                wrote_all = false;
+                break;
+            }
             match value {
                 Some(v) => applied.insert(key, v),
                 None => applied.remove(&key),
             };
         }
-        if tx.commit().is_ok() {
+        if !wrote_all {
+            // The batch is taken back from its undo log; if that fails too, the engine turns
+            // read-only and the next open rolls it back: either way it is wholly absent.
+            outcome.failed_commits += 1;
+            something_failed = true;
+            uncertain = None;
+            let _ = tx.rollback();
+        } else if tx.commit().is_ok() {
             committed = applied;
             uncertain = None;
         } else {
@@ -275,8 +293,9 @@ fn a_full_disk_while_growing_a_table_is_a_no_space_error_and_the_row_can_be_retr
             assert!(
                 matches!(
                     &err,
+                    // The table's file, or the undo tablespace, whichever grows first.
                     Error::Io { file, kind: barracuda::IoErrorKind::NoSpace, .. }
-                        if file.ends_with("tables/t.ibd")
+                        if file.ends_with("tables/t.ibd") || file.ends_with("undo.ibu")
                 ),
                 "{err:?}"
             );

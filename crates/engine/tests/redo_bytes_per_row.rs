@@ -1,5 +1,5 @@
-//! Redo volume per row stays within twice the row's own bytes, splits included (issue 8's
-//! target for byte-range records): 180-byte rows (8-byte key, 172-byte value) inserted through
+//! Redo volume per row stays within 2.5 × the row's own bytes, splits and undo included (issue
+//! 8's target of 2 × for byte-range records, plus the undo records of issue 11): 180-byte rows (8-byte key, 172-byte value) inserted through
 //! the real tree, in key order and in random order, one row per transaction and 100 rows per
 //! transaction, on 16 KiB pages.
 //!
@@ -81,21 +81,33 @@ fn redo_bytes_per_row(random: bool, rows_per_txn: u64) -> f64 {
     per_row
 }
 
-fn assert_within_twice_the_row(per_row: f64) {
+/// Issue 8 set 2 × the row for the tree's own redo. Since issue 11 every row write also logs
+/// its undo record (the key of an insert, framed), which the redo must protect too: measured
+/// 2.24 × for random inserts 100 to a transaction, where the tree's share was 1.93 ×. Hence
+/// 2.5 × per row. A transaction also logs its undo log's start, commit and purge (a page
+/// allocated and freed, the transaction system page changed three times: about 220 bytes; InnoDB
+/// pays the same kind of cost, less where it reuses cached undo pages), allowed on top as
+/// [`PER_TRANSACTION`] over the transaction's rows.
+fn assert_within_bound(per_row: f64, rows_per_txn: u64) {
+    let bound = 2.5 * ROW_BYTES as f64 + PER_TRANSACTION / rows_per_txn as f64;
     assert!(
-        per_row <= 2.0 * ROW_BYTES as f64,
-        "{per_row:.1} log bytes per {ROW_BYTES}-byte row: over the 2x target"
+        per_row <= bound,
+        "{per_row:.1} log bytes per {ROW_BYTES}-byte row ({rows_per_txn} per transaction): \
+         over the bound of {bound:.1}"
     );
 }
 
+/// The redo a transaction's undo log costs besides its records (see above).
+const PER_TRANSACTION: f64 = 250.0;
+
 #[test]
-fn sequential_inserts_log_at_most_twice_the_row() {
-    assert_within_twice_the_row(redo_bytes_per_row(false, 100));
-    assert_within_twice_the_row(redo_bytes_per_row(false, 1));
+fn sequential_inserts_log_at_most_two_and_a_half_times_the_row() {
+    assert_within_bound(redo_bytes_per_row(false, 100), 100);
+    assert_within_bound(redo_bytes_per_row(false, 1), 1);
 }
 
 #[test]
-fn random_inserts_log_at_most_twice_the_row() {
-    assert_within_twice_the_row(redo_bytes_per_row(true, 100));
-    assert_within_twice_the_row(redo_bytes_per_row(true, 1));
+fn random_inserts_log_at_most_two_and_a_half_times_the_row() {
+    assert_within_bound(redo_bytes_per_row(true, 100), 100);
+    assert_within_bound(redo_bytes_per_row(true, 1), 1);
 }

@@ -196,7 +196,7 @@ fn rollback_and_drop_release_the_locks() {
     let mut tx = db.begin();
     tx.put(&t, b"a", b"1").unwrap();
     let id = tx.id().unwrap();
-    tx.rollback();
+    tx.rollback().unwrap();
     let mut tx = db.begin();
     tx.delete(&t, b"a").unwrap();
     assert!(tx.id().unwrap() > id, "transaction ids grow");

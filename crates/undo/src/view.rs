@@ -2,6 +2,7 @@
 //! transactions, and the read views that decide which versions a reader sees.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -20,6 +21,10 @@ pub const ID_RESERVE_STEP: u64 = 256;
 #[derive(Clone, Debug)]
 pub struct TrxSystem {
     state: Arc<Mutex<State>>,
+    /// Every id below this has committed or rolled back (the smallest active id, or the
+    /// counter when none is active): read without the mutex, it lets a reader that wants the
+    /// newest committed data skip building a view for rows no active transaction touched.
+    committed_below: Arc<AtomicU64>,
 }
 
 #[derive(Debug)]
@@ -59,7 +64,20 @@ impl TrxSystem {
                 views: BTreeMap::new(),
                 next_view: 0,
             })),
+            committed_below: Arc::new(AtomicU64::new(start)),
         }
+    }
+
+    /// Publishes the low-water mark after a change of the active set (under the mutex).
+    fn publish(&self, state: &State) {
+        let low = state.active.first().copied().unwrap_or(state.next);
+        self.committed_below.store(low, Ordering::Release);
+    }
+
+    /// Every transaction id below this has committed or rolled back: a row version changed by
+    /// one of them is what a view opened now would see.
+    pub fn committed_below(&self) -> u64 {
+        self.committed_below.load(Ordering::Acquire)
     }
 
     fn take(state: &mut State) -> Assigned {
@@ -77,6 +95,7 @@ impl TrxSystem {
         let mut state = self.state.lock();
         let assigned = Self::take(&mut state);
         state.active.insert(assigned.value);
+        self.publish(&state);
         assigned
     }
 
@@ -85,12 +104,16 @@ impl TrxSystem {
     pub fn commit(&self, id: u64) -> Assigned {
         let mut state = self.state.lock();
         state.active.remove(&id);
-        Self::take(&mut state)
+        let assigned = Self::take(&mut state);
+        self.publish(&state);
+        assigned
     }
 
     /// Ends transaction `id` without committing (its changes were rolled back).
     pub fn end_rolled_back(&self, id: u64) {
-        self.state.lock().active.remove(&id);
+        let mut state = self.state.lock();
+        state.active.remove(&id);
+        self.publish(&state);
     }
 
     /// Registers a transaction found active in the undo log at recovery (it is rolled back
@@ -100,6 +123,7 @@ impl TrxSystem {
         state.active.insert(id);
         state.next = state.next.max(id + 1);
         state.reserved_below = state.reserved_below.max(state.next);
+        self.publish(&state);
     }
 
     /// Opens a read view for transaction `creator` (0 for a reader that writes nothing): it
@@ -117,7 +141,7 @@ impl TrxSystem {
         state.next_view += 1;
         state.views.insert(serial, low_limit_id);
         ReadView {
-            creator,
+            creator: AtomicU64::new(creator),
             low_limit_id,
             up_limit_id: active.first().copied().unwrap_or(low_limit_id),
             active,
@@ -152,7 +176,9 @@ impl TrxSystem {
 /// view opened, and its creator's own. Closing (dropping) it lets purge pass it.
 #[derive(Debug)]
 pub struct ReadView {
-    creator: u64,
+    /// Whose own changes it sees; set later for a view opened before its transaction's first
+    /// write ([`set_creator`](Self::set_creator)).
+    creator: AtomicU64,
     /// Ids at or above this started after the view opened: invisible.
     low_limit_id: u64,
     /// Ids below this had committed when the view opened: visible.
@@ -167,7 +193,7 @@ impl ReadView {
     /// tools and tests.
     pub fn everything() -> Self {
         Self {
-            creator: 0,
+            creator: AtomicU64::new(0),
             low_limit_id: u64::MAX,
             up_limit_id: u64::MAX,
             active: Box::new([]),
@@ -178,7 +204,7 @@ impl ReadView {
     /// Whether a record version last changed by transaction `trx_id` is visible. Id 0 (no
     /// history) is always visible.
     pub fn sees(&self, trx_id: u64) -> bool {
-        if trx_id < self.up_limit_id || trx_id == self.creator {
+        if trx_id < self.up_limit_id || trx_id == self.creator() {
             return true;
         }
         trx_id < self.low_limit_id && self.active.binary_search(&trx_id).is_err()
@@ -186,7 +212,15 @@ impl ReadView {
 
     /// The transaction the view belongs to (0 for a pure reader).
     pub fn creator(&self) -> u64 {
-        self.creator
+        self.creator.load(Ordering::Relaxed)
+    }
+
+    /// Makes the view see the changes of transaction `id` from now on: for a view a
+    /// transaction opened at its first read, before its first write gave it an id. The id must
+    /// be one that started after the view opened (so no other view decision changes).
+    pub fn set_creator(&self, id: u64) {
+        debug_assert!(id >= self.low_limit_id, "an id the view already judged");
+        self.creator.store(id, Ordering::Relaxed);
     }
 }
 
@@ -234,6 +268,19 @@ mod tests {
         drop(old);
         assert!(sys.purge_limit() > no);
         assert_eq!(sys.view_count(), 0);
+    }
+
+    #[test]
+    fn the_low_water_mark_follows_the_oldest_active_transaction() {
+        let sys = TrxSystem::new(5);
+        assert_eq!(sys.committed_below(), 5);
+        let a = sys.begin().value;
+        let b = sys.begin().value;
+        assert_eq!(sys.committed_below(), a);
+        sys.commit(a);
+        assert_eq!(sys.committed_below(), b);
+        sys.end_rolled_back(b);
+        assert_eq!(sys.committed_below(), sys.next_value());
     }
 
     #[test]

@@ -73,31 +73,62 @@ pub(crate) fn generate(index: usize) -> Result<Shape> {
         .page_size(page_size)
         .buffer_pool_bytes(1024 * page_size.bytes())
         .lru_scan_depth(0)
+        .background_purge(false)
         .io_backend(IoBackend::Std);
     let db = Engine::open(dir.path(), options)?;
     let mut expected = BTreeMap::new();
+    let mut open_at_crash = Vec::new();
     for plan in tables {
         let table = db.create_table(
             plan.name,
             TableOptions::default().page_compression(plan.compression),
         )?;
+        // One transaction for the puts and one for the deletes: each transaction allocates an
+        // undo log page, which only purge gives back, and a page per row would outgrow the
+        // pool (pages written before `close`, at times that vary).
         let mut rows = Rows::new();
+        let mut tx = db.begin();
         for (key, value) in plan.puts {
-            db.put(&table, &key, &value)?;
+            tx.put(&table, &key, &value)?;
             rows.insert(key, value);
         }
+        tx.commit()?;
+        let mut tx = db.begin();
         for key in plan.deletes {
-            db.delete(&table, &key)?;
+            tx.delete(&table, &key)?;
             rows.remove(&key);
         }
+        tx.commit()?;
         if plan.dropped {
             db.drop_table(plan.name)?;
         } else {
             expected.insert(plan.name.to_owned(), rows);
         }
+        if !plan.open_at_crash.is_empty() {
+            open_at_crash.push((table, plan.open_at_crash));
+        }
     }
-    db.close()?;
+    if open_at_crash.is_empty() {
+        db.close()?;
+    } else {
+        // A transaction that never ends, and an engine dropped without `close`: its drop
+        // writes every page (a checkpoint) but purges nothing, so the files hold the open
+        // transaction's rows in place with its undo log active, and the history of the
+        // committed ones — what a crash after a checkpoint leaves.
+        let mut tx = db.begin();
+        for (table, writes) in &open_at_crash {
+            for (key, value) in writes {
+                match value {
+                    Some(v) => tx.put(table, key, v)?,
+                    None => tx.delete(table, key)?,
+                }
+            }
+        }
+        std::mem::forget(tx);
+        drop(db);
+    }
 
+    // The undo tablespace comes last.
     let mut files = vec![read_file(dir.path(), PathBuf::from(SYSTEM_FILE))?];
     for name in expected.keys() {
         files.push(read_file(
@@ -105,6 +136,10 @@ pub(crate) fn generate(index: usize) -> Result<Shape> {
             Path::new(TABLES_DIR).join(format!("{name}.ibd")),
         )?);
     }
+    files.push(read_file(
+        dir.path(),
+        PathBuf::from(crate::layout::UNDO_FILE),
+    )?);
     for file in &mut files {
         let ps = page_size.bytes();
         file.data_len = (file.data_len.div_ceil(ps) * ps).min(file.bytes.len());
@@ -148,6 +183,9 @@ struct TablePlan {
     dropped: bool,
     /// Page compression: its pages on disk are envelopes (FORMATS.md §12) with holes behind.
     compression: Option<PageCompression>,
+    /// Writes of a transaction still open when the database is left as by a crash (`None`
+    /// deletes): on disk in place, with their undo log active, for the open to roll back.
+    open_at_crash: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }
 
 impl TablePlan {
@@ -158,6 +196,7 @@ impl TablePlan {
             deletes: Vec::new(),
             dropped: false,
             compression: None,
+            open_at_crash: Vec::new(),
         }
     }
 }
@@ -204,6 +243,18 @@ fn churn() -> Vec<TablePlan> {
     puts.push((key(1000), value(1000, 20_000)));
     let mut churn = TablePlan::new("churn", puts);
     churn.deletes = (0..300).filter(|i| i % 3 == 0).map(key).collect();
+    // Left open at the "crash": updates (one off-page), deletes and inserts to roll back.
+    churn.open_at_crash = (0..40)
+        .map(|i| match i % 4 {
+            0 => (key(i * 3 + 1), Some(value(i + 5000, 70))),
+            1 => (key(i * 3 + 1), None),
+            2 => (key(2000 + i), Some(value(i, 90))),
+            _ => (
+                key(i * 3 + 2),
+                Some(value(i, if i == 3 { 12_000 } else { 50 })),
+            ),
+        })
+        .collect();
     vec![TablePlan::new("empty", Vec::new()), churn]
 }
 

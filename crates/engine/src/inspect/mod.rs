@@ -54,9 +54,10 @@ mod system;
 #[cfg(test)]
 mod tests;
 mod tree_walk;
+mod undo;
 
 pub use decode::{escape_key, PageBody, PageView, RecordView, ValueView};
-pub use report::{CheckReport, Problem, TableReport};
+pub use report::{CheckReport, Problem, TableReport, UndoReport};
 
 use check::scan_table;
 use reader::PageReader;
@@ -83,6 +84,7 @@ pub fn check_database(dir: impl AsRef<Path>) -> Result<CheckReport> {
         files_checked: 1,
         pages_checked: 0,
         tables: Vec::new(),
+        undo: None,
         problems: Vec::new(),
         warnings: Vec::new(),
     };
@@ -108,6 +110,17 @@ pub fn check_database(dir: impl AsRef<Path>) -> Result<CheckReport> {
         report.problems.extend(table.problems.iter().cloned());
         report.warnings.extend(table.warnings.iter().cloned());
         report.tables.push(table);
+    }
+    report.undo = undo::scan_undo(dir, system.page_size, &mut report.problems);
+    match &report.undo {
+        Some(undo) => {
+            report.files_checked += 1;
+            report.pages_checked += u64::from(undo.file_pages);
+        }
+        None => report.warnings.push(format!(
+            "{}: no undo tablespace (the next open creates one)",
+            dir.join(crate::layout::UNDO_FILE).display()
+        )),
     }
     if let Ok(listing) = std::fs::read_dir(dir.join(TABLES_DIR)) {
         let mut orphans: Vec<String> = listing

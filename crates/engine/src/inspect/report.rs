@@ -44,6 +44,8 @@ pub struct CheckReport {
     pub pages_checked: u64,
     /// Every table named by the catalog, with its counts.
     pub tables: Vec<TableReport>,
+    /// The undo tablespace, when there is one (a database without one gets a new one at open).
+    pub undo: Option<UndoReport>,
     /// Every problem found; empty for a sound database.
     pub problems: Vec<Problem>,
     /// Findings that are legal but worth knowing: a tablespace file the catalog does not name
@@ -82,6 +84,18 @@ impl fmt::Display for CheckReport {
                 if t.problems.is_empty() { "ok" } else { "BAD" }
             )?;
         }
+        if let Some(u) = &self.undo {
+            writeln!(
+                f,
+                "  {:<24} {:>8} pages  history list {}, {} active logs, {} log pages, ids below {}",
+                "(undo tablespace)",
+                u.file_pages,
+                u.history_list_length,
+                u.active_logs,
+                u.log_pages,
+                u.max_trx_id
+            )?;
+        }
         for w in &self.warnings {
             writeln!(f, "warning: {w}")?;
         }
@@ -94,6 +108,25 @@ impl fmt::Display for CheckReport {
             writeln!(f, "FAILED: {} problem(s)", self.problems.len())
         }
     }
+}
+
+/// What [`check_database`](super::check_database) learns about the undo tablespace.
+#[derive(Clone, Debug, Default)]
+pub struct UndoReport {
+    /// `undo.ibu`.
+    pub file: PathBuf,
+    /// Pages in the file.
+    pub file_pages: u32,
+    /// The persisted high-water mark of transaction ids and commit numbers.
+    pub max_trx_id: u64,
+    /// Committed logs waiting for purge, as the transaction system page counts them.
+    pub history_list_length: u32,
+    /// Logs of transactions that never committed (the next open rolls them back).
+    pub active_logs: u32,
+    /// Pages reached from the logs.
+    pub log_pages: u32,
+    /// Pages that failed verification or could not be decoded.
+    pub bad_pages: u32,
 }
 
 /// What [`inspect_database`](super::inspect_database) (and

@@ -1,0 +1,304 @@
+//! Multi-versioning in the engine: writes log their undo before they change rows in place,
+//! readers see the versions their read view allows, rollback applies the undo, and purge
+//! removes what no view can need.
+//!
+//! A transaction's write locks its row (`txn.rs`), then, inside one redo commit unit under the
+//! engine's unit lock, appends its undo record (the key for an insert, the whole version it
+//! replaces for an update or delete-mark) and changes the row in place with its transaction id
+//! and a roll pointer to that record: a crash keeps both or neither. Until commit the
+//! transaction is *active*: every reader but itself rebuilds the rows it changed from the undo
+//! records, so nobody sees part of it. A crash leaves its undo log named by a slot of the
+//! transaction system page, and the next open rolls it back ([`Mvcc::open`] returns it).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use barracuda_btree::{BTree, LogSink, PageAllocator, StoredRecord};
+use barracuda_buffer_pool::BufferPool;
+use barracuda_page::{PageNo, SysFields, UndoKind};
+use barracuda_undo::{
+    decode_version, encode_version, visible_version, ReadView, RollPtr, TrxSystem, UndoLog,
+    UndoSpace,
+};
+
+use crate::error::{Error, Result};
+use crate::layout::UNDO_SPACE_ID;
+
+/// Purge's counters, for `status()`.
+#[derive(Default)]
+pub(crate) struct PurgeCounters {
+    pub(crate) logs_purged: AtomicU64,
+    pub(crate) rows_removed: AtomicU64,
+    /// Transactions rolled back at open, and their row changes undone.
+    pub(crate) recovered_rollbacks: AtomicU64,
+    pub(crate) recovered_rows_undone: AtomicU64,
+}
+
+/// Transactions' view of the data: the transaction system and the undo tablespace.
+pub(crate) struct Mvcc {
+    pub(crate) trx: TrxSystem,
+    pub(crate) undo: UndoSpace,
+    pub(crate) purge: PurgeCounters,
+}
+
+fn undo_err(err: barracuda_btree::BTreeError) -> Error {
+    Error::table("(undo tablespace)", err)
+}
+
+impl Mvcc {
+    /// Opens the undo tablespace (already registered with the pool's page store) and starts
+    /// the transaction system above every id it persisted.
+    pub(crate) fn open(
+        pool: Arc<BufferPool>,
+        alloc: Arc<dyn PageAllocator>,
+        log: Arc<dyn LogSink>,
+    ) -> Result<(Self, Vec<(PageNo, u64)>)> {
+        let (undo, state) = UndoSpace::open(pool, alloc, log, UNDO_SPACE_ID).map_err(undo_err)?;
+        let trx = TrxSystem::new(state.max_trx_id);
+        // Transactions the last run left uncommitted are active until their rollback, so no
+        // reader sees their rows meanwhile.
+        for &(_, trx_id) in &state.active_logs {
+            trx.resurrect(trx_id);
+        }
+        let mvcc = Self {
+            trx,
+            undo,
+            purge: PurgeCounters::default(),
+        };
+        Ok((mvcc, state.active_logs))
+    }
+
+    /// The counters for `status()`.
+    pub(crate) fn status(&self) -> crate::status::MvccStatus {
+        crate::status::MvccStatus {
+            history_list_length: self.undo.history_len().map_or(0, u64::from),
+            active_transactions: self.trx.active_count() as u64,
+            read_views: self.trx.view_count() as u64,
+            logs_purged: self.purge.logs_purged.load(Ordering::Relaxed),
+            rows_purged: self.purge.rows_removed.load(Ordering::Relaxed),
+            recovered_rollbacks: self.purge.recovered_rollbacks.load(Ordering::Relaxed),
+            recovered_rows_undone: self.purge.recovered_rows_undone.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Starts a read-write transaction: its id, now active. The caller holds the unit lock
+    /// and has a unit open: when the id reserve runs out, the new high-water mark is persisted
+    /// before any id above the old one can reach a page.
+    pub(crate) fn begin(&self) -> Result<u64> {
+        let assigned = self.trx.begin();
+        if let Some(to) = assigned.raise_to {
+            if let Err(err) = self.undo.raise_max_trx_id(to) {
+                self.trx.end_rolled_back(assigned.value);
+                return Err(undo_err(err));
+            }
+        }
+        Ok(assigned.value)
+    }
+
+    /// Starts the undo log of transaction `trx_id` (at its first row write).
+    pub(crate) fn start_log(&self, trx_id: u64) -> Result<UndoLog> {
+        self.undo.begin_log(trx_id).map_err(undo_err)
+    }
+
+    /// Ends the transaction: its log goes to the history list and its rows become visible to
+    /// views opened from now on.
+    pub(crate) fn commit(&self, trx_id: u64, log: UndoLog) -> Result<()> {
+        let no = self.trx.commit(trx_id);
+        if let Some(to) = no.raise_to {
+            self.undo.raise_max_trx_id(to).map_err(undo_err)?;
+        }
+        self.undo.commit(log, no.value).map_err(undo_err)
+    }
+
+    /// Applies `key → value` (or its deletion) to `tree` for transaction `trx_id`, writing the
+    /// undo record first. Returns whether a row was written or deleted.
+    pub(crate) fn apply_row(
+        &self,
+        tree: &BTree,
+        log: &mut UndoLog,
+        trx_id: u64,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> std::result::Result<bool, barracuda_btree::BTreeError> {
+        let space = tree.space();
+        let sys = |ptr: RollPtr, deleted| SysFields {
+            trx_id,
+            roll_ptr: ptr.to_u64(),
+            deleted,
+        };
+        match (tree.get_stored(key)?, value) {
+            (None, Some(v)) => {
+                let ptr = self.undo.append(log, UndoKind::Insert, space, key)?;
+                tree.put_versioned(key, v, sys(ptr, false))?;
+                Ok(true)
+            }
+            (Some(old), Some(v)) => {
+                // Also a revived delete-marked row: its old version is the deleted one.
+                let payload = encode_version(key, &old)?;
+                let ptr = self.undo.append(log, UndoKind::Update, space, &payload)?;
+                // The replaced version keeps its value (off-page chain included) for readers
+                // of older views; purge frees it.
+                tree.put_versioned(key, v, sys(ptr, false))?;
+                Ok(true)
+            }
+            (Some(old), None) if !old.sys.deleted => {
+                let payload = encode_version(key, &old)?;
+                let ptr = self
+                    .undo
+                    .append(log, UndoKind::DeleteMark, space, &payload)?;
+                tree.put_stored(key, &old.value, sys(ptr, true))?;
+                Ok(true)
+            }
+            (_, None) => Ok(false),
+        }
+    }
+
+    /// The newest committed value of `key`: what a view opened now sees.
+    pub(crate) fn read_latest(
+        &self,
+        table: &str,
+        tree: &BTree,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        let table_err = |e| Error::table(table, e);
+        let Some(current) = tree.get_stored(key).map_err(table_err)? else {
+            return Ok(None);
+        };
+        // A row last changed by a transaction that has ended is what any new view sees: no
+        // view is needed (the common case, and the cheap one).
+        if current.sys.trx_id < self.trx.committed_below() {
+            if current.sys.deleted {
+                return Ok(None);
+            }
+            return tree
+                .read_stored(&current.value)
+                .map(Some)
+                .map_err(table_err);
+        }
+        let view = self.trx.read_view(0);
+        self.resolve(table, tree, &view, key, current)
+    }
+
+    /// The value of `key` that `view` sees.
+    pub(crate) fn read_in(
+        &self,
+        table: &str,
+        tree: &BTree,
+        view: &ReadView,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        match tree.get_stored(key).map_err(|e| Error::table(table, e))? {
+            Some(current) => self.resolve(table, tree, view, key, current),
+            None => Ok(None),
+        }
+    }
+
+    /// The value of the version of `key` (newest `current`) that `view` sees.
+    pub(crate) fn resolve(
+        &self,
+        table: &str,
+        tree: &BTree,
+        view: &ReadView,
+        key: &[u8],
+        current: StoredRecord,
+    ) -> Result<Option<Vec<u8>>> {
+        let table_err = |e| Error::table(table, e);
+        let version = visible_version(&self.undo, view, key, current).map_err(table_err)?;
+        version
+            .map(|v| tree.read_stored(&v.value))
+            .transpose()
+            .map_err(table_err)
+    }
+
+    /// Purges the oldest committed log if no open view can need it: removes the rows it
+    /// delete-marked (if no later change revived them), frees the off-page values of the
+    /// versions it replaced, then the log. `tree_of` finds a table's tree by tablespace
+    /// (`None` for a dropped table, whose rows went with its file). Returns whether a log was
+    /// purged. The caller runs it inside a commit unit, so that a crash repeats it whole.
+    pub(crate) fn purge_one(
+        &self,
+        tree_of: &dyn Fn(u32) -> Option<BTree>,
+    ) -> std::result::Result<bool, barracuda_btree::BTreeError> {
+        let Some(head) = self.undo.history_head()? else {
+            return Ok(false);
+        };
+        if head.trx_no >= self.trx.purge_limit() {
+            return Ok(false);
+        }
+        for (ptr, record) in self.undo.records_oldest_first(head.first_page)? {
+            let Some(tree) = tree_of(record.space) else {
+                continue;
+            };
+            let at = barracuda_page::PageId::new(UNDO_SPACE_ID, ptr.page_no);
+            match record.kind {
+                UndoKind::Insert => {}
+                UndoKind::Update => {
+                    // The version this transaction replaced: no view needs it any more.
+                    let (_, old) = decode_version(&record.payload, at)?;
+                    tree.free_stored(&old.value)?;
+                }
+                UndoKind::DeleteMark => {
+                    let (key, _) = decode_version(&record.payload, at)?;
+                    let still_marked = tree.get_stored(&key)?.is_some_and(|now| {
+                        now.sys.deleted
+                            && now.sys.trx_id == head.trx_id
+                            && now.sys.roll_ptr == ptr.to_u64()
+                    });
+                    if still_marked {
+                        if let Some(removed) = tree.remove_stored(&key)? {
+                            tree.free_stored(&removed.value)?;
+                            self.purge.rows_removed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+        }
+        self.undo.remove_history_head(head.first_page)?;
+        self.purge.logs_purged.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+}
+
+/// Takes back one change of transaction `trx_id` — the one undo record `record` (at `ptr`)
+/// logged — if the row still shows it: an insert is removed, an update or delete-mark puts
+/// back the version it replaced (an update also frees the off-page value it wrote). A row
+/// that does not carry `ptr` was already restored (a rollback resumed after a crash) and is
+/// left alone, so applying a record twice is harmless.
+pub(crate) fn undo_one(
+    tree: &BTree,
+    trx_id: u64,
+    ptr: RollPtr,
+    record: &barracuda_undo::OwnedUndoRecord,
+) -> std::result::Result<(), barracuda_btree::BTreeError> {
+    let at = barracuda_page::PageId::new(UNDO_SPACE_ID, ptr.page_no);
+    let (key, old) = match record.kind {
+        UndoKind::Insert => (record.payload.clone(), None),
+        UndoKind::Update | UndoKind::DeleteMark => {
+            let (key, old) = decode_version(&record.payload, at)?;
+            (key, Some(old))
+        }
+    };
+    let Some(current) = tree.get_stored(&key)? else {
+        return Ok(());
+    };
+    if current.sys.trx_id != trx_id || current.sys.roll_ptr != ptr.to_u64() {
+        return Ok(());
+    }
+    match (record.kind, old) {
+        (UndoKind::Insert, _) => {
+            if let Some(removed) = tree.remove_stored(&key)? {
+                tree.free_stored(&removed.value)?;
+            }
+        }
+        (UndoKind::Update, Some(old)) => {
+            tree.put_stored(&key, &old.value, old.sys)?;
+            tree.free_stored(&current.value)?;
+        }
+        (_, Some(old)) => {
+            // A delete-mark kept the value it marked: only the fields go back.
+            tree.put_stored(&key, &old.value, old.sys)?;
+        }
+        (_, None) => {}
+    }
+    Ok(())
+}
