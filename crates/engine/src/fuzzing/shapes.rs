@@ -69,9 +69,20 @@ pub(crate) fn generate(index: usize) -> Result<Shape> {
     // A pool that holds every page and an LRU manager that scans nothing: no page is written
     // before `close`, so nothing depends on when the background flusher runs (a first page
     // write after a checkpoint is recorded in the catalog, which would change its generation).
+    // And a page cleaner that flushes nothing before `close`: neither by the dirty-page
+    // percentage, nor when the engine looks idle, nor adaptively (on a loaded machine the
+    // generation spans several of its rounds).
+    let mut flushing = crate::FlushSettings::default();
+    flushing.set_adaptive_flushing(false);
+    let quiet = flushing
+        .set_max_dirty_pages_pct(99.999)
+        .and_then(|()| flushing.set_max_dirty_pages_pct_lwm(0.0))
+        .and_then(|()| flushing.set_idle_flush_pct(0));
+    quiet.map_err(|e| crate::Error::InvalidOption(e.to_string()))?;
     let options = EngineOptions::default()
         .page_size(page_size)
         .buffer_pool_bytes(1024 * page_size.bytes())
+        .flush_settings(flushing)
         .lru_scan_depth(0)
         .background_purge(false)
         .io_backend(IoBackend::Std);
