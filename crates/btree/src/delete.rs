@@ -17,24 +17,36 @@ impl BTree {
         if key.len() > node::max_key_len(self.ctx.pool.page_size()) {
             return Ok(false);
         }
-        let previous = self.remove_key(key, false)?;
+        let previous = self.remove_key(key, false, &|_| true)?;
         if let Previous::Overflow { first_page } = previous {
             free_unreachable_chain(self, first_page);
         }
         Ok(previous != Previous::Absent)
     }
 
-    /// Removes `key`'s record; returns what it was, copied whole when `capture`.
-    pub(crate) fn remove_key(&self, key: &[u8], capture: bool) -> Result<Previous> {
-        match self.delete_optimistic(key, capture)? {
+    /// Removes `key`'s record if `wanted` says so of its transaction fields (checked under the
+    /// latch that removes it); returns what it was, copied whole when `capture`, or
+    /// [`Previous::Absent`] when there was none or it was not wanted.
+    pub(crate) fn remove_key(
+        &self,
+        key: &[u8],
+        capture: bool,
+        wanted: &dyn Fn(SysFields) -> bool,
+    ) -> Result<Previous> {
+        match self.delete_optimistic(key, capture, wanted)? {
             Some(previous) => Ok(previous),
-            None => self.delete_pessimistic(key, capture),
+            None => self.delete_pessimistic(key, capture, wanted),
         }
     }
 
     /// Removes the record from its leaf when the leaf stays at least a quarter full (or is the
     /// root). `None` means the removal would leave the leaf under-full (the leaf was not changed).
-    fn delete_optimistic(&self, key: &[u8], capture: bool) -> Result<Option<Previous>> {
+    fn delete_optimistic(
+        &self,
+        key: &[u8],
+        capture: bool,
+        wanted: &dyn Fn(SysFields) -> bool,
+    ) -> Result<Option<Previous>> {
         let mut leaf = self.descend_leaf_exclusive(key)?;
         let id = leaf.page_id();
         let (pos, previous) = {
@@ -42,6 +54,9 @@ impl BTree {
             let Ok(pos) = node.search(key) else {
                 return Ok(Some(Previous::Absent));
             };
+            if !wanted(node.sys(pos)?) {
+                return Ok(Some(Previous::Absent));
+            }
             let after = node.used_space().saturating_sub(node.record_size_at(pos)?);
             if id.page_no != self.root && after < node.underflow_threshold() {
                 return Ok(None);
@@ -56,7 +71,12 @@ impl BTree {
         Ok(Some(previous))
     }
 
-    fn delete_pessimistic(&self, key: &[u8], capture: bool) -> Result<Previous> {
+    fn delete_pessimistic(
+        &self,
+        key: &[u8],
+        capture: bool,
+        wanted: &dyn Fn(SysFields) -> bool,
+    ) -> Result<Previous> {
         let largest = node::max_separator_record(self.ctx.pool.page_size());
         // Safe: losing its largest possible record cannot make the node under-full.
         let (mut guard, path) = self.descend_pessimistic(key, |node| {
@@ -67,8 +87,8 @@ impl BTree {
         let (pos, previous) = {
             let leaf = NodeRef::open(&guard, id, self)?;
             match leaf.search(key) {
-                Ok(pos) => (pos, Previous::at(&leaf, pos, capture)?),
-                Err(_) => return Ok(Previous::Absent),
+                Ok(pos) if wanted(leaf.sys(pos)?) => (pos, Previous::at(&leaf, pos, capture)?),
+                _ => return Ok(Previous::Absent),
             }
         };
         // Everything that can fail comes before the first change.

@@ -263,15 +263,20 @@ pub(crate) struct LeafRecord<'a> {
 
 /// Whether a record fits its leaf, decided on a read-only view so that a leaf that must split is
 /// never touched by the attempt (see [`crate::Mtr`] on why an untouched page matters).
-struct LeafFit {
+pub(crate) struct LeafFit {
     /// The key's position: `Ok` = present (replace), `Err` = insertion point.
     found: std::result::Result<usize, usize>,
-    fits: bool,
+    pub(crate) fits: bool,
     previous: Previous,
 }
 
 impl LeafFit {
-    fn of(node: &NodeRef<'_>, tree: &BTree, record: LeafRecord<'_>, capture: bool) -> Result<Self> {
+    pub(crate) fn of(
+        node: &NodeRef<'_>,
+        tree: &BTree,
+        record: LeafRecord<'_>,
+        capture: bool,
+    ) -> Result<Self> {
         let needed = node::record_size(tree.ctx.pool.page_size(), record.key.len(), record.value);
         let found = node.search(record.key);
         Ok(match found {
@@ -291,7 +296,7 @@ impl LeafFit {
 
     /// Places the record, described to `mtr` as an index insert or replace (the leaf is
     /// handed to the mtr by the caller); the room was checked by [`of`](Self::of).
-    fn apply(
+    pub(crate) fn apply(
         &self,
         mtr: &mut Mtr<'_>,
         leaf: &mut ExclusiveGuard<'_>,

@@ -47,7 +47,7 @@ impl StoredValue {
         }
     }
 
-    fn as_value(&self) -> Value<'_> {
+    pub(crate) fn as_value(&self) -> Value<'_> {
         match self {
             Self::Inline(bytes) => Value::Inline(bytes),
             &Self::Overflow {
@@ -156,7 +156,23 @@ impl BTree {
         if key.len() > node::max_key_len(self.ctx.pool.page_size()) {
             return Ok(None);
         }
-        self.remove_key(key, true).map(Previous::into_captured)
+        self.remove_key(key, true, &|_| true)
+            .map(Previous::into_captured)
+    }
+
+    /// Removes `key`'s record only if `wanted` says so of its transaction fields, checked under
+    /// the latch that removes it (purge: only a row still delete-marked by the transaction it
+    /// purges, whatever writer got to the row since it looked). Returns the record removed.
+    pub fn remove_stored_if(
+        &self,
+        key: &[u8],
+        wanted: &dyn Fn(SysFields) -> bool,
+    ) -> Result<Option<StoredRecord>> {
+        if key.len() > node::max_key_len(self.ctx.pool.page_size()) {
+            return Ok(None);
+        }
+        self.remove_key(key, true, wanted)
+            .map(Previous::into_captured)
     }
 
     /// Frees the overflow chain of a stored value no record points to any more (nothing for an

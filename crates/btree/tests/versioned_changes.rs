@@ -142,3 +142,92 @@ fn restoring_an_inline_value_too_long_for_the_leaf_is_refused() {
     assert!(err.to_string().contains("longer than the limit"), "{err}");
     assert_eq!(tree.get(b"k").unwrap(), None);
 }
+
+/// `change_in_place`: done in one mtr when the change fits the leaf, with the record it
+/// replaces handed to the caller first; declined (nothing changed, the caller not asked) when
+/// it needs an overflow chain or a split; nothing to do for a delete-mark of an absent or
+/// marked record; and a caller that declines leaves the tree as it was.
+#[test]
+fn a_change_in_place_is_made_only_where_it_fits_and_hands_over_what_it_replaces() {
+    use barracuda_btree::{InPlace, InPlaceOutcome};
+    let (tree, _) = tree(PageSize::K4);
+    tree.put_versioned(b"k", b"one", sys(1, 10, false)).unwrap();
+    let mut seen = Vec::new();
+    let outcome = tree
+        .change_in_place(b"k", InPlace::Put(b"two"), &mut |_, current| {
+            seen.push(current.cloned());
+            Ok(Some(sys(2, 20, false)))
+        })
+        .unwrap();
+    assert_eq!(outcome, InPlaceOutcome::Done);
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].as_ref().map(|r| (r.sys, r.value.clone())),
+        Some((sys(1, 10, false), StoredValue::Inline(b"one".to_vec())))
+    );
+    let now = tree.get_stored(b"k").unwrap().unwrap();
+    assert_eq!(
+        (now.sys, now.value),
+        (sys(2, 20, false), StoredValue::Inline(b"two".to_vec()))
+    );
+
+    // A delete-mark keeps the value; a second one and one of an absent key do nothing.
+    let mark = |key: &[u8], trx: u64| {
+        tree.change_in_place(key, InPlace::DeleteMark, &mut |_, _| {
+            Ok(Some(sys(trx, 30, true)))
+        })
+        .unwrap()
+    };
+    assert_eq!(mark(b"k", 3), InPlaceOutcome::Done);
+    assert_eq!(mark(b"k", 4), InPlaceOutcome::Unchanged);
+    assert_eq!(mark(b"absent", 5), InPlaceOutcome::Unchanged);
+    let now = tree.get_stored(b"k").unwrap().unwrap();
+    assert_eq!(
+        (now.sys, now.value),
+        (sys(3, 30, true), StoredValue::Inline(b"two".to_vec()))
+    );
+
+    // Off-page: not here, and the caller is not asked.
+    let mut asked = false;
+    let big = vec![1u8; 9000];
+    let outcome = tree
+        .change_in_place(b"k", InPlace::Put(&big), &mut |_, _| {
+            asked = true;
+            Ok(Some(sys(6, 60, false)))
+        })
+        .unwrap();
+    assert_eq!((outcome, asked), (InPlaceOutcome::NotHere, false));
+
+    // A caller that declines changes nothing.
+    let outcome = tree
+        .change_in_place(b"new", InPlace::Put(b"v"), &mut |_, current| {
+            assert!(current.is_none());
+            Ok(None)
+        })
+        .unwrap();
+    assert_eq!(outcome, InPlaceOutcome::NotHere);
+    assert_eq!(tree.get_stored(b"new").unwrap(), None);
+
+    // A full leaf: inserts go in place until one needs a split, which is declined.
+    let value = [9u8; 300];
+    let mut placed = 0u32;
+    loop {
+        let key = placed.to_be_bytes();
+        let outcome = tree
+            .change_in_place(&key, InPlace::Put(&value), &mut |_, _| {
+                Ok(Some(sys(7, 70, false)))
+            })
+            .unwrap();
+        if outcome == InPlaceOutcome::NotHere {
+            break;
+        }
+        assert_eq!(outcome, InPlaceOutcome::Done);
+        placed += 1;
+        assert!(
+            placed < 100,
+            "a 4 KiB leaf cannot take 100 records of 300 bytes"
+        );
+    }
+    assert!(placed > 5);
+    assert_eq!(tree.check().unwrap().records, u64::from(placed) + 1);
+}

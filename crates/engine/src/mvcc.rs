@@ -13,7 +13,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use barracuda_btree::{BTree, LogSink, PageAllocator, StoredRecord};
+use barracuda_btree::{BTree, InPlace, InPlaceOutcome, LogSink, PageAllocator, StoredRecord};
 use barracuda_buffer_pool::BufferPool;
 use barracuda_page::{PageNo, SysFields, UndoKind};
 use barracuda_undo::{
@@ -81,18 +81,13 @@ impl Mvcc {
         }
     }
 
-    /// Starts a read-write transaction: its id, now active. The caller holds the unit lock
-    /// and has a unit open: when the id reserve runs out, the new high-water mark is persisted
-    /// before any id above the old one can reach a page.
+    /// Starts a read-write transaction: its id, now active. When the id reserve runs out, the
+    /// new high-water mark is logged (one mini-transaction) before the id is handed out, so
+    /// this takes no engine-wide lock.
     pub(crate) fn begin(&self) -> Result<u64> {
-        let assigned = self.trx.begin();
-        if let Some(to) = assigned.raise_to {
-            if let Err(err) = self.undo.raise_max_trx_id(to) {
-                self.trx.end_rolled_back(assigned.value);
-                return Err(undo_err(err));
-            }
-        }
-        Ok(assigned.value)
+        self.trx
+            .begin_persisting(|to| self.undo.raise_max_trx_id(to))
+            .map_err(undo_err)
     }
 
     /// Starts the undo log of transaction `trx_id` (at its first row write).
@@ -103,11 +98,11 @@ impl Mvcc {
     /// Ends the transaction: its log goes to the history list and its rows become visible to
     /// views opened from now on.
     pub(crate) fn commit(&self, trx_id: u64, log: UndoLog) -> Result<()> {
-        let no = self.trx.commit(trx_id);
-        if let Some(to) = no.raise_to {
-            self.undo.raise_max_trx_id(to).map_err(undo_err)?;
-        }
-        self.undo.commit(log, no.value).map_err(undo_err)
+        let no = self
+            .trx
+            .commit_persisting(trx_id, |to| self.undo.raise_max_trx_id(to))
+            .map_err(undo_err)?;
+        self.undo.commit(log, no).map_err(undo_err)
     }
 
     /// Applies `key → value` (or its deletion) to `tree` for transaction `trx_id`, writing the
@@ -151,6 +146,40 @@ impl Mvcc {
             }
             (_, None) => Ok(false),
         }
+    }
+
+    /// The fast path of a row write: the undo record and the row change in one
+    /// mini-transaction, with no redo commit unit and no engine-wide lock — when the record
+    /// fits the log's last undo page and the row fits its leaf in place (no split, no overflow
+    /// chain). Returns [`InPlaceOutcome::NotHere`] (nothing changed) otherwise.
+    pub(crate) fn write_in_place(
+        &self,
+        tree: &BTree,
+        log: &mut UndoLog,
+        trx_id: u64,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> std::result::Result<InPlaceOutcome, barracuda_btree::BTreeError> {
+        let space = tree.space();
+        let undo = &self.undo;
+        let change = value.map_or(InPlace::DeleteMark, InPlace::Put);
+        tree.change_in_place(key, change, &mut |mtr, current| {
+            let (kind, payload) = match (current, value) {
+                (None, Some(_)) => (UndoKind::Insert, key.to_vec()),
+                // Also a revived delete-marked row: its old version is the deleted one.
+                (Some(old), Some(_)) => (UndoKind::Update, encode_version(key, old)?),
+                (Some(old), None) => (UndoKind::DeleteMark, encode_version(key, old)?),
+                (None, None) => return Ok(None),
+            };
+            let Some(ptr) = undo.append_in(mtr, log, kind, space, &payload)? else {
+                return Ok(None);
+            };
+            Ok(Some(SysFields {
+                trx_id,
+                roll_ptr: ptr.to_u64(),
+                deleted: value.is_none(),
+            }))
+        })
     }
 
     /// The newest committed value of `key`: what a view opened now sees.
@@ -239,16 +268,15 @@ impl Mvcc {
                 }
                 UndoKind::DeleteMark => {
                     let (key, _) = decode_version(&record.payload, at)?;
-                    let still_marked = tree.get_stored(&key)?.is_some_and(|now| {
-                        now.sys.deleted
-                            && now.sys.trx_id == head.trx_id
-                            && now.sys.roll_ptr == ptr.to_u64()
-                    });
-                    if still_marked {
-                        if let Some(removed) = tree.remove_stored(&key)? {
-                            tree.free_stored(&removed.value)?;
-                            self.purge.rows_removed.fetch_add(1, Ordering::Relaxed);
-                        }
+                    // Only if still marked by this transaction: a writer may have revived the
+                    // row since (checked under the latch that removes it).
+                    let (trx_id, roll_ptr) = (head.trx_id, ptr.to_u64());
+                    let still_marked = |now: SysFields| {
+                        now.deleted && now.trx_id == trx_id && now.roll_ptr == roll_ptr
+                    };
+                    if let Some(removed) = tree.remove_stored_if(&key, &still_marked)? {
+                        tree.free_stored(&removed.value)?;
+                        self.purge.rows_removed.fetch_add(1, Ordering::Relaxed);
                     }
                 }
             }

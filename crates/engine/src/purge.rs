@@ -10,11 +10,20 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::engine::EngineInner;
 use crate::error::{Error, Result};
+use crate::unit::OnFailure;
 
 /// How often an idle purge thread looks for work (commits also wake it).
 const TICK: Duration = Duration::from_millis(20);
-/// Logs purged per wake-up before the thread yields the commit lock to committers for good.
-const BATCH: usize = 64;
+/// Logs purged per wake-up at most.
+const BATCH: usize = 256;
+/// Logs purged inside one commit unit at most; fewer in a small pool (see [`logs_per_unit`]).
+const LOGS_PER_UNIT: usize = 16;
+
+/// Logs per unit for a pool of `frames`: a unit's pages stay in the pool until it ends, and a
+/// log's purge touches a few leaves and undo pages, so one log per 256 frames.
+fn logs_per_unit(frames: usize) -> usize {
+    (frames / 256).clamp(1, LOGS_PER_UNIT)
+}
 
 /// The purge thread's stop flag and wake-up.
 #[derive(Default)]
@@ -78,44 +87,42 @@ fn run(weak: &Weak<EngineInner>) {
     }
 }
 
-/// Purges up to [`BATCH`] logs, each inside its own commit unit under the commit lock: a crash
-/// in the middle of one leaves it whole in the history list, to be purged again. Returns how
-/// many were purged.
+/// Purges up to [`BATCH`] logs, up to [`LOGS_PER_UNIT`] inside each commit unit (under the unit
+/// lock, which committers and writers take too: one acquisition for many logs keeps purge from
+/// competing with them for it at every log). A crash in the middle of a unit leaves its logs
+/// whole in the history list, to be purged again. Returns how many were purged.
 pub(crate) fn purge_batch(engine: &EngineInner) -> Result<usize> {
     let mut purged = 0;
     while purged < BATCH {
-        let _commit = engine.unit_lock.lock();
-        // Checked under the commit lock, as commits do: a commit that failed part-way left its
-        // unit open and the engine read-only, and nothing may be appended after it.
-        if engine.read_only_reason().is_some() {
-            return Ok(purged);
-        }
         let trees: HashMap<u32, barracuda_btree::BTree> = engine
             .tables
             .read()
             .values()
             .map(|t| (t.tree.space(), t.tree.clone()))
             .collect();
-        engine.log.begin_unit();
-        match engine.mvcc.purge_one(&|space| trees.get(&space).cloned()) {
-            Ok(done) => {
-                engine.log.end_unit().map_err(|e| {
-                    let err = Error::from(e);
-                    engine.poison(format!("the redo log refused a purge: {err}"));
-                    err
-                })?;
-                if !done {
-                    return Ok(purged);
+        let per_unit = logs_per_unit(engine.pool.capacity_pages());
+        // About what a log of a few rows logs when purged: its rows removed, its pages freed.
+        let redo = per_unit as u64 * 16 * 1024;
+        let unit = engine.in_unit(redo, OnFailure::Poison, || {
+            let mut n = 0;
+            while n < per_unit {
+                match engine.mvcc.purge_one(&|space| trees.get(&space).cloned()) {
+                    Ok(true) => n += 1,
+                    Ok(false) => break,
+                    Err(err) => return Err(Error::table("(purge)", err)),
                 }
-                purged += 1;
             }
-            Err(err) => {
-                // Part of the log may be purged in memory: the unit stays open so none of it
-                // reaches disk, and the engine stops writing (recovery purges it again).
-                let err = Error::table("(purge)", err);
-                engine.poison(format!("purge failed part-way: {err}"));
-                return Err(err);
-            }
+            Ok(n)
+        });
+        let n = match unit {
+            Ok((n, _)) => n,
+            // A unit that failed part-way made the engine read-only: nothing more to do.
+            Err(Error::ReadOnly(_)) => return Ok(purged),
+            Err(err) => return Err(err),
+        };
+        purged += n;
+        if n < per_unit {
+            break;
         }
     }
     Ok(purged)

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use barracuda_btree::InPlaceOutcome;
 use barracuda_lock::{LockError, TrxLocks};
 use barracuda_undo::{ReadView, UndoLog};
 
@@ -75,6 +76,18 @@ struct Writer {
     deleted: u64,
 }
 
+impl Writer {
+    /// Counts a row written (or deleted) and weighs the transaction for deadlock victims.
+    fn count(&mut self, written: bool) {
+        self.locks.add_weight(1);
+        if written {
+            self.written += 1;
+        } else {
+            self.deleted += 1;
+        }
+    }
+}
+
 impl<'e> Transaction<'e> {
     pub(crate) fn new(engine: &'e Engine, isolation: IsolationLevel) -> Self {
         Self {
@@ -115,13 +128,8 @@ impl<'e> Transaction<'e> {
     fn writer(&mut self) -> Result<&mut Writer> {
         if self.writer.is_none() {
             let inner = &self.engine.inner;
-            let id = {
-                // Under the unit lock: when the id reserve runs out, the new high-water mark is
-                // logged before any transaction can write a higher id to a page.
-                let _unit = inner.unit_lock.lock();
-                self.engine.check_writable()?;
-                inner.mvcc.begin()?
-            };
+            self.engine.check_writable()?;
+            let id = inner.mvcc.begin()?;
             if let Some(view) = self.view.get_mut() {
                 view.set_creator(id);
             }
@@ -196,6 +204,25 @@ impl<'e> Transaction<'e> {
         if !writer.tables.iter().any(|t| Arc::ptr_eq(t, &table.inner)) {
             writer.tables.push(table.inner.clone());
         }
+        if let Some(log) = &mut writer.log {
+            // The common case: no unit, no engine-wide lock (see `Mvcc::write_in_place`).
+            if let Some(why) = inner.read_only_reason() {
+                return Err(Error::ReadOnly(why));
+            }
+            inner.make_log_room(redo_estimate(key, value))?;
+            let outcome = inner
+                .mvcc
+                .write_in_place(&tree, log, writer.id, key, value)
+                .map_err(|e| Error::table(table.name(), e))?;
+            match outcome {
+                InPlaceOutcome::Done => {
+                    writer.count(value.is_some());
+                    return Ok(());
+                }
+                InPlaceOutcome::Unchanged => return Ok(()),
+                InPlaceOutcome::NotHere => {}
+            }
+        }
         let (changed, _) = inner.in_unit(redo_estimate(key, value), OnFailure::Close, || {
             if table.inner.dropped.load(Ordering::Acquire) {
                 return Err(Error::StaleTable(table.name().to_owned()));
@@ -210,12 +237,7 @@ impl<'e> Transaction<'e> {
                 .map_err(|e| Error::table(table.name(), e))
         })?;
         if changed {
-            writer.locks.add_weight(1);
-            if value.is_some() {
-                writer.written += 1;
-            } else {
-                writer.deleted += 1;
-            }
+            writer.count(value.is_some());
         }
         Ok(())
     }

@@ -331,6 +331,68 @@ impl UndoSpace {
         })
     }
 
+    /// Appends `record` to `log` like [`append`](Self::append), but inside the caller's `mtr`
+    /// (the row change it undoes goes in the same one) and only when it fits the log's last
+    /// page: `None`, with nothing changed, when it needs a new page (take the general path).
+    /// The log's pages are latched after whatever the caller latched (a leaf): no one latches
+    /// a log's pages before a leaf, and only its own transaction appends to them.
+    pub fn append_in<'m>(
+        &'m self,
+        mtr: &mut Mtr<'m>,
+        log: &mut UndoLog,
+        kind: UndoKind,
+        space: u32,
+        payload: &[u8],
+    ) -> Result<Option<RollPtr>> {
+        let page_size = self.pool.page_size();
+        let record = UndoRecord {
+            kind,
+            space,
+            undo_no: log.records,
+            payload,
+        };
+        let first_id = self.page_id(log.first_page);
+        let mut header = self.pool.get_exclusive(first_id)?;
+        let mut last = if log.last_page == log.first_page {
+            None
+        } else {
+            Some(self.pool.get_exclusive(self.page_id(log.last_page))?)
+        };
+        {
+            // Through shared borrows first: a guard borrowed mutably and not handed to the mtr
+            // counts as a change never logged.
+            let target = last.as_ref().unwrap_or(&header);
+            let id = target.page_id();
+            if !UndoPage::open(&target[..], page_size)
+                .map_err(page_err(id))?
+                .fits(&record)
+            {
+                return Ok(None);
+            }
+        }
+        let offset = {
+            let target = last.as_mut().unwrap_or(&mut header);
+            let id = target.page_id();
+            UndoPage::open(&mut target[..], page_size)
+                .map_err(page_err(id))?
+                .append(&record)
+                .map_err(page_err(id))?
+        };
+        UndoPage::open(&mut header[..], page_size)
+            .map_err(page_err(first_id))?
+            .set_record_count(log.records + 1);
+        if let Some(last) = last {
+            mtr.changed(last);
+        }
+        mtr.changed(header);
+        log.records += 1;
+        Ok(Some(RollPtr {
+            page_no: log.last_page,
+            offset,
+            insert: kind == UndoKind::Insert,
+        }))
+    }
+
     /// Links a new page after the log's last one — the header page, or `last` (latched by the
     /// caller) — and appends `record` to it.
     fn append_to_new_page<'a>(

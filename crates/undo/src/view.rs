@@ -99,6 +99,29 @@ impl TrxSystem {
         assigned
     }
 
+    /// Starts a read-write transaction like [`begin`](Self::begin), but when the reserve runs
+    /// out calls `persist` with the new high-water mark *before* handing the id out, holding
+    /// the mutex meanwhile: no thread can write an id above the old mark to a page before the
+    /// new mark is logged, whatever order their mini-transactions reach the log in. `persist`
+    /// must not call back into this transaction system. On its failure no id is handed out.
+    pub fn begin_persisting<E>(
+        &self,
+        persist: impl FnOnce(u64) -> Result<(), E>,
+    ) -> Result<u64, E> {
+        let mut state = self.state.lock();
+        let next = state.next + 1;
+        if next > state.reserved_below {
+            let to = next + ID_RESERVE_STEP;
+            persist(to)?;
+            state.reserved_below = to;
+        }
+        let id = state.next;
+        state.next = next;
+        state.active.insert(id);
+        self.publish(&state);
+        Ok(id)
+    }
+
     /// Commits transaction `id`: it gets its commit number and stops being active, so every
     /// view opened from now on sees it. Views opened before do not.
     pub fn commit(&self, id: u64) -> Assigned {
@@ -107,6 +130,29 @@ impl TrxSystem {
         let assigned = Self::take(&mut state);
         self.publish(&state);
         assigned
+    }
+
+    /// Commits transaction `id` like [`commit`](Self::commit), persisting a new high-water mark
+    /// through `persist` first when the reserve runs out (see
+    /// [`begin_persisting`](Self::begin_persisting)). On its failure the transaction stays
+    /// active and nothing is handed out.
+    pub fn commit_persisting<E>(
+        &self,
+        id: u64,
+        persist: impl FnOnce(u64) -> Result<(), E>,
+    ) -> Result<u64, E> {
+        let mut state = self.state.lock();
+        let next = state.next + 1;
+        if next > state.reserved_below {
+            let to = next + ID_RESERVE_STEP;
+            persist(to)?;
+            state.reserved_below = to;
+        }
+        let no = state.next;
+        state.next = next;
+        state.active.remove(&id);
+        self.publish(&state);
+        Ok(no)
     }
 
     /// Ends transaction `id` without committing (its changes were rolled back).
@@ -293,5 +339,41 @@ mod tests {
             assert_eq!(sys.begin().raise_to, None);
         }
         assert!(sys.begin().raise_to.is_some());
+    }
+
+    #[test]
+    fn persisting_begins_and_commits_log_the_mark_before_handing_out_an_id_above_it() {
+        let sys = TrxSystem::new(1);
+        let mut persisted = Vec::new();
+        let mut ids = Vec::new();
+        for _ in 0..300 {
+            let id = sys
+                .begin_persisting(|to| {
+                    persisted.push(to);
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+            // Every id handed out is below the newest mark persisted.
+            assert!(persisted.last().is_some_and(|&mark| id < mark), "{id}");
+            ids.push(id);
+        }
+        assert_eq!(persisted.len(), 2, "{persisted:?}");
+        let no = sys
+            .commit_persisting(ids[0], |_| Err::<(), _>("log full"))
+            .unwrap_or(0);
+        // The first commit number needs no new mark.
+        assert!(no > 0 && no < persisted[1]);
+        assert_eq!(sys.active_count(), 299);
+        // A failed persist hands nothing out and changes nothing.
+        let before = sys.next_value();
+        for _ in before..persisted[1] {
+            sys.begin_persisting(|_| Err::<(), _>("unexpected"))
+                .unwrap();
+        }
+        assert_eq!(
+            sys.begin_persisting(|_| Err::<(), _>("log full")),
+            Err("log full")
+        );
+        assert_eq!(sys.next_value(), persisted[1]);
     }
 }

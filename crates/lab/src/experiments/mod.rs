@@ -11,13 +11,16 @@ use crate::LabResult;
 
 mod adaptive_flushing;
 mod compression_footprint;
+mod concurrent_writers;
 mod deadlock_detect;
 mod doublewrite;
 mod free_list_stalls;
 mod group_commit;
+mod history_growth;
 mod point_select;
 mod read_ahead;
 pub(crate) mod recovery;
+mod snapshot_reads;
 
 /// Sizes and places every experiment is run with (from the command line).
 #[derive(Clone, Debug)]
@@ -101,6 +104,9 @@ pub fn registry() -> Vec<Box<dyn Experiment>> {
         Box::new(doublewrite::Doublewrite),
         Box::new(compression_footprint::CompressionFootprint),
         Box::new(deadlock_detect::DeadlockDetect),
+        Box::new(snapshot_reads::SnapshotReads),
+        Box::new(history_growth::HistoryGrowth),
+        Box::new(concurrent_writers::ConcurrentWriters),
     ]
 }
 

@@ -1,0 +1,110 @@
+//! Versioned changes made in place in one mini-transaction with the caller's own log record:
+//! the fast path of a transaction's row write, whose undo record and row change must reach the
+//! redo log together.
+
+use barracuda_page::SysFields;
+
+use crate::error::Result;
+use crate::insert::{LeafFit, LeafRecord};
+use crate::mtr::Mtr;
+use crate::node::{self, NodeRef};
+use crate::tree::BTree;
+use crate::versioned::{StoredRecord, StoredValue};
+
+/// A change [`BTree::change_in_place`] makes to the record of its key.
+#[derive(Clone, Copy, Debug)]
+pub enum InPlace<'a> {
+    /// Store this value (inline: a value that would go off-page takes the other path).
+    Put(&'a [u8]),
+    /// Delete-mark the record, keeping its value; nothing when there is none or it is marked.
+    DeleteMark,
+}
+
+/// The caller's part of [`BTree::change_in_place`]: given the mtr and the record as it is,
+/// log what must go with the change and return the transaction fields to write (`None`: give
+/// up, before changing anything).
+pub type PrepareInPlace<'p, 't> =
+    dyn FnMut(&mut Mtr<'t>, Option<&StoredRecord>) -> Result<Option<SysFields>> + 'p;
+
+/// What [`BTree::change_in_place`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InPlaceOutcome {
+    /// The change and whatever the caller logged with it committed in one mini-transaction.
+    Done,
+    /// Nothing to do (a delete-mark of an absent or already marked record).
+    Unchanged,
+    /// The change does not fit the leaf in place (it needs a split or an overflow chain), or
+    /// the caller declined: nothing was changed; take the general path.
+    NotHere,
+}
+
+impl BTree {
+    /// Makes `change` to `key`'s leaf record in place, when it fits the leaf as it is, inside
+    /// one mini-transaction that also carries what `prepare` logs. With the leaf latched
+    /// exclusively, `prepare` gets the mtr and the record as it is now (`None` if absent) —
+    /// read under that latch, so no other change slips in between — adds its own pages to the
+    /// mtr (latched in any order after the leaf's: the caller's own pages, which no one
+    /// latches before a leaf), and returns the transaction fields to write, or `None` to give
+    /// up, which it may do only before changing anything. On an error from `prepare` after it
+    /// changed pages, the mtr is abandoned and those pages poisoned (as any failed mtr).
+    pub fn change_in_place<'t>(
+        &'t self,
+        key: &[u8],
+        change: InPlace<'_>,
+        prepare: &mut PrepareInPlace<'_, 't>,
+    ) -> Result<InPlaceOutcome> {
+        self.check_key(key)?;
+        let page_size = self.ctx.pool.page_size();
+        if let InPlace::Put(value) = change {
+            if node::needs_overflow(page_size, key.len(), value.len()) {
+                return Ok(InPlaceOutcome::NotHere);
+            }
+        }
+        let mut leaf = self.descend_leaf_exclusive(key)?;
+        let id = leaf.page_id();
+        let (current, fit, value) = {
+            let node = NodeRef::open(&leaf, id, self)?;
+            let current = match node.search(key) {
+                Ok(pos) => Some(StoredRecord {
+                    value: StoredValue::of(id, node.value(pos)?)?,
+                    sys: node.sys(pos)?,
+                }),
+                Err(_) => None,
+            };
+            let value: Option<StoredValue> = match change {
+                InPlace::Put(v) => Some(StoredValue::Inline(v.to_vec())),
+                InPlace::DeleteMark => match &current {
+                    Some(now) if !now.sys.deleted => Some(now.value.clone()),
+                    _ => None,
+                },
+            };
+            let Some(value) = value else {
+                return Ok(InPlaceOutcome::Unchanged);
+            };
+            // The fields' size does not depend on their values: any will do for the fit.
+            let probe = LeafRecord {
+                key,
+                value: value.as_value(),
+                sys: SysFields::default(),
+            };
+            let fit = LeafFit::of(&node, self, probe, false)?;
+            (current, fit, value)
+        };
+        if !fit.fits {
+            return Ok(InPlaceOutcome::NotHere);
+        }
+        let mut mtr = Mtr::new(self.ctx.log.as_ref());
+        let Some(sys) = prepare(&mut mtr, current.as_ref())? else {
+            return Ok(InPlaceOutcome::NotHere);
+        };
+        let record = LeafRecord {
+            key,
+            value: value.as_value(),
+            sys,
+        };
+        fit.apply(&mut mtr, &mut leaf, self, record)?;
+        mtr.changed(leaf);
+        mtr.commit()?;
+        Ok(InPlaceOutcome::Done)
+    }
+}
