@@ -204,6 +204,14 @@ impl<'e> Transaction<'e> {
         if !writer.tables.iter().any(|t| Arc::ptr_eq(t, &table.inner)) {
             writer.tables.push(table.inner.clone());
         }
+        if writer.log.is_none() {
+            // The first write starts the undo log: a page allocated, formatted and named by a
+            // slot of the transaction system page, in a unit of its own (several mtrs that
+            // must not be split by a crash, or the page would leak).
+            let (log, _) =
+                inner.in_unit(4096, OnFailure::Close, || inner.mvcc.start_log(writer.id))?;
+            writer.log = Some(log);
+        }
         if let Some(log) = &mut writer.log {
             // The common case: no unit, no engine-wide lock (see `Mvcc::write_in_place`).
             if let Some(why) = inner.read_only_reason() {
