@@ -189,11 +189,13 @@ pub enum Error {
     /// last checkpoint is not written; reopen the database to continue from that checkpoint.
     #[error("the engine is read-only: {0}")]
     ReadOnly(String),
-    /// A transaction too large for this engine's limits: until transactions have undo logs,
-    /// every page a commit changes must stay in the buffer pool, and all its redo in the log,
-    /// until the commit is complete. Refused before anything is applied when its size says so
-    /// up front (the engine stays writable); found part-way, it turns the engine read-only (the
-    /// next open recovers without the transaction).
+    /// One change too large for this engine's limits: a row write (or a purge or rollback
+    /// step) is one redo commit unit, every page of which must stay in the buffer pool, and all
+    /// its redo in the log, until the unit is complete — a row whose redo would not fit the
+    /// log, or whose pages do not fit the pool. A transaction as a whole has no such limit (its
+    /// undo log makes it atomic, not one unit). Refused before anything is changed when the
+    /// size says so up front (the engine stays writable); found part-way, it turns the engine
+    /// read-only (the next open recovers without the change).
     #[error("transaction too large: {what}")]
     TransactionTooLarge {
         /// Which limit, with the figures.

@@ -121,8 +121,9 @@ fn large_values_survive_reopen_through_a_tiny_pool() {
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
     {
-        // One transaction's redo must fit in the log (no undo yet): 64 MiB of value needs a
-        // larger log than a tiny pool's default. A smaller one refuses the commit up front.
+        // One row's redo must fit in the log (a row write is one redo unit): 64 MiB of value
+        // needs a larger log than a tiny pool's default. A smaller one refuses the row up
+        // front.
         let small_log = Engine::open(
             dir.path(),
             EngineOptions::default()

@@ -288,9 +288,9 @@ impl EngineInner {
         if unit_bytes >= points.max_checkpoint_age {
             return Err(Error::TransactionTooLarge {
                 what: format!(
-                    "about {unit_bytes} bytes of redo, more than the {} bytes a redo log of \
-                     {} bytes can hold before its checkpoint must move; split the transaction \
-                     or open the database with a larger redo_log_capacity",
+                    "one change of about {unit_bytes} bytes of redo, more than the {} bytes a \
+                     redo log of {} bytes can hold before its checkpoint must move; write a \
+                     smaller value or open the database with a larger redo_log_capacity",
                     points.max_checkpoint_age,
                     self.log.log().capacity()
                 ),
