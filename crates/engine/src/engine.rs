@@ -679,12 +679,14 @@ impl Engine {
     }
 
     /// Verifies the B-tree of `table` (order, levels, links, overflow chains) and returns its
-    /// shape. Meant for a quiescent table.
+    /// shape (`records` counts delete-marked records purge has not removed yet; see
+    /// `delete_marked`). Meant for a table the caller is not writing to: the check holds the
+    /// engine's unit lock, which keeps purge, rollbacks and row writes that need a unit out
+    /// meanwhile, but not the in-place writes of the caller's own transactions.
     pub fn check_table(&self, table: &Table) -> Result<barracuda_btree::TreeStats> {
-        table
-            .tree_of(self)?
-            .check()
-            .map_err(|e| Error::table(table.name(), e))
+        let tree = table.tree_of(self)?;
+        let _purge_and_units = self.inner.unit_lock.lock();
+        tree.check().map_err(|e| Error::table(table.name(), e))
     }
 
     pub(crate) fn check_writable(&self) -> Result<()> {
