@@ -17,6 +17,7 @@ use barracuda_page::{
     UndoRecord, FIL_NULL,
 };
 
+use crate::described::{change_described, trx_sys_slot, TRX_SYS_FIELDS, UNDO_FIELDS};
 use crate::roll_ptr::RollPtr;
 
 /// The transaction system page's number in the undo tablespace.
@@ -213,9 +214,13 @@ impl UndoSpace {
             .map_err(page_err(id))?
             .max_trx_id();
         if current < to {
-            TrxSysPage::open(&mut guard[..], self.pool.page_size())
-                .map_err(page_err(id))?
-                .set_max_trx_id(to);
+            let page_size = self.pool.page_size();
+            change_described(&mut mtr, &mut guard, &[TRX_SYS_FIELDS], |page| {
+                TrxSysPage::open(page, page_size)
+                    .map_err(page_err(id))?
+                    .set_max_trx_id(to);
+                Ok(())
+            })?;
             mtr.changed(guard);
         }
         mtr.commit()?;
@@ -254,9 +259,12 @@ impl UndoSpace {
         let mut page = UndoPage::init(&mut header[..], page_size, id, page_no, FIL_NULL)
             .map_err(page_err(id))?;
         page.init_log_header(trx_id);
-        TrxSysPage::open(&mut sys_guard[..], page_size)
-            .map_err(page_err(sys_id))?
-            .set_slot(slot, page_no);
+        change_described(&mut mtr, &mut sys_guard, &[trx_sys_slot(slot)], |sys| {
+            TrxSysPage::open(sys, page_size)
+                .map_err(page_err(sys_id))?
+                .set_slot(slot, page_no);
+            Ok(())
+        })?;
         mtr.changed(sys_guard);
         mtr.changed(header);
         mtr.commit()?;
@@ -297,33 +305,35 @@ impl UndoSpace {
         let first_id = self.page_id(log.first_page);
         let mut mtr = Mtr::new(self.log.as_ref());
         let mut header = self.pool.get_exclusive(first_id)?;
-        let (page_no, offset) = if log.last_page == log.first_page {
-            let mut page =
-                UndoPage::open(&mut header[..], page_size).map_err(page_err(first_id))?;
-            if page.fits(&record) {
-                let offset = page.append(&record).map_err(page_err(first_id))?;
-                (log.first_page, offset)
-            } else {
-                self.append_to_new_page(&mut mtr, &mut header, None, log, &record)?
-            }
+        let mut last = if log.last_page == log.first_page {
+            None
         } else {
-            let last_id = self.page_id(log.last_page);
-            let mut last = self.pool.get_exclusive(last_id)?;
-            let mut page = UndoPage::open(&mut last[..], page_size).map_err(page_err(last_id))?;
-            if page.fits(&record) {
-                let offset = page.append(&record).map_err(page_err(last_id))?;
-                mtr.changed(last);
-                (log.last_page, offset)
-            } else {
-                self.append_to_new_page(&mut mtr, &mut header, Some(last), log, &record)?
-            }
+            Some(self.pool.get_exclusive(self.page_id(log.last_page))?)
         };
-        log.records += 1;
-        UndoPage::open(&mut header[..], page_size)
-            .map_err(page_err(first_id))?
-            .set_record_count(log.records);
+        let fits = {
+            let target = last.as_ref().unwrap_or(&header);
+            let id = target.page_id();
+            UndoPage::open(&target[..], page_size)
+                .map_err(page_err(id))?
+                .fits(&record)
+        };
+        let records = log.records + 1;
+        let (page_no, offset) = if fits {
+            let offset = append_described(&mut mtr, &mut header, last.as_mut(), &record, records)?;
+            if let Some(last) = last {
+                mtr.changed(last);
+            }
+            (log.last_page, offset)
+        } else {
+            let placed = self.append_to_new_page(&mut mtr, &mut header, last, log, &record)?;
+            UndoPage::open(&mut header[..], page_size)
+                .map_err(page_err(first_id))?
+                .set_record_count(records);
+            placed
+        };
         mtr.changed(header);
         mtr.commit()?;
+        log.records = records;
         Ok(RollPtr {
             page_no,
             offset,
@@ -370,17 +380,8 @@ impl UndoSpace {
                 return Ok(None);
             }
         }
-        let offset = {
-            let target = last.as_mut().unwrap_or(&mut header);
-            let id = target.page_id();
-            UndoPage::open(&mut target[..], page_size)
-                .map_err(page_err(id))?
-                .append(&record)
-                .map_err(page_err(id))?
-        };
-        UndoPage::open(&mut header[..], page_size)
-            .map_err(page_err(first_id))?
-            .set_record_count(log.records + 1);
+        let records = log.records + 1;
+        let offset = append_described(mtr, &mut header, last.as_mut(), &record, records)?;
         if let Some(last) = last {
             mtr.changed(last);
         }
@@ -514,21 +515,33 @@ impl UndoSpace {
         let mut mtr = Mtr::new(self.log.as_ref());
         let mut sys_guard = self.pool.get_exclusive(sys_id)?;
         let mut header = self.pool.get_exclusive(first_id)?;
-        UndoPage::open(&mut header[..], page_size)
-            .map_err(page_err(first_id))?
-            .set_committed(trx_no);
-        let mut sys = TrxSysPage::open(&mut sys_guard[..], page_size).map_err(page_err(sys_id))?;
-        sys.set_slot(slot, FIL_NULL);
-        let (first, last, len) = (sys.history_first(), sys.history_last(), sys.history_len());
-        if last == FIL_NULL {
-            sys.set_history(first_page, first_page, 1);
-        } else {
-            sys.set_history(first, first_page, len + 1);
+        change_described(&mut mtr, &mut header, &[UNDO_FIELDS], |page| {
+            UndoPage::open(page, page_size)
+                .map_err(page_err(first_id))?
+                .set_committed(trx_no);
+            Ok(())
+        })?;
+        let regions = [TRX_SYS_FIELDS, trx_sys_slot(slot)];
+        let last = change_described(&mut mtr, &mut sys_guard, &regions, |page| {
+            let mut sys = TrxSysPage::open(page, page_size).map_err(page_err(sys_id))?;
+            sys.set_slot(slot, FIL_NULL);
+            let (first, last, len) = (sys.history_first(), sys.history_last(), sys.history_len());
+            if last == FIL_NULL {
+                sys.set_history(first_page, first_page, 1);
+            } else {
+                sys.set_history(first, first_page, len + 1);
+            }
+            Ok(last)
+        })?;
+        if last != FIL_NULL {
             let tail_id = self.page_id(last);
             let mut tail = self.pool.get_exclusive(tail_id)?;
-            UndoPage::open(&mut tail[..], page_size)
-                .map_err(page_err(tail_id))?
-                .set_history_next(first_page);
+            change_described(&mut mtr, &mut tail, &[UNDO_FIELDS], |page| {
+                UndoPage::open(page, page_size)
+                    .map_err(page_err(tail_id))?
+                    .set_history_next(first_page);
+                Ok(())
+            })?;
             mtr.changed(tail);
         }
         mtr.changed(sys_guard);
@@ -573,9 +586,12 @@ impl UndoSpace {
                     .map(|(i, _)| i),
             };
             if let Some(slot) = slot {
-                TrxSysPage::open(&mut sys_guard[..], page_size)
-                    .map_err(page_err(sys_id))?
-                    .set_slot(slot, FIL_NULL);
+                change_described(&mut mtr, &mut sys_guard, &[trx_sys_slot(slot)], |page| {
+                    TrxSysPage::open(page, page_size)
+                        .map_err(page_err(sys_id))?
+                        .set_slot(slot, FIL_NULL);
+                    Ok(())
+                })?;
                 mtr.changed(sys_guard);
             }
             mtr.commit()?;
@@ -648,18 +664,77 @@ impl UndoSpace {
                     format!("history list head is {head}, not {first_page}"),
                 ));
             }
-            let mut sys =
-                TrxSysPage::open(&mut sys_guard[..], page_size).map_err(page_err(sys_id))?;
-            let len = sys.history_len().saturating_sub(1);
-            if len == 0 || next == FIL_NULL {
-                sys.set_history(FIL_NULL, FIL_NULL, 0);
-            } else {
-                let last = sys.history_last();
-                sys.set_history(next, last, len);
-            }
+            change_described(&mut mtr, &mut sys_guard, &[TRX_SYS_FIELDS], |page| {
+                let mut sys = TrxSysPage::open(page, page_size).map_err(page_err(sys_id))?;
+                let len = sys.history_len().saturating_sub(1);
+                if len == 0 || next == FIL_NULL {
+                    sys.set_history(FIL_NULL, FIL_NULL, 0);
+                } else {
+                    let last = sys.history_last();
+                    sys.set_history(next, last, len);
+                }
+                Ok(())
+            })?;
             mtr.changed(sys_guard);
             mtr.commit()?;
         }
         self.free_pages(&pages)
+    }
+}
+
+/// Appends `record` to the log's last page — `last`, or the header page when `last` is `None`
+/// — and sets the header's record count to `records`, describing both changes to `mtr`. The
+/// caller checked that the record fits. Returns its offset.
+fn append_described<'g>(
+    mtr: &mut Mtr<'_>,
+    header: &mut barracuda_buffer_pool::ExclusiveGuard<'g>,
+    last: Option<&mut barracuda_buffer_pool::ExclusiveGuard<'g>>,
+    record: &UndoRecord<'_>,
+    records: u32,
+) -> Result<u16> {
+    let page_size_of = |g: &barracuda_buffer_pool::ExclusiveGuard<'_>| {
+        barracuda_page::PageSize::from_bytes(g.len())
+    };
+    let len = barracuda_page::undo::UNDO_RECORD_HEADER + record.payload.len();
+    let free_of = |g: &barracuda_buffer_pool::ExclusiveGuard<'_>, page_size| {
+        let id = g.page_id();
+        UndoPage::open(&g[..], page_size)
+            .map(|p| usize::from(p.free()))
+            .map_err(page_err(id))
+    };
+    let header_id = header.page_id();
+    let Some(page_size) = page_size_of(header) else {
+        return Err(BTreeError::corrupt(
+            header_id,
+            "an undo page of no page size",
+        ));
+    };
+    match last {
+        None => {
+            let free = free_of(header, page_size)?;
+            change_described(mtr, header, &[UNDO_FIELDS, free..free + len], |page| {
+                let mut page = UndoPage::open(page, page_size).map_err(page_err(header_id))?;
+                let offset = page.append(record).map_err(page_err(header_id))?;
+                page.set_record_count(records);
+                Ok(offset)
+            })
+        }
+        Some(last) => {
+            let last_id = last.page_id();
+            let free = free_of(last, page_size)?;
+            let offset = change_described(mtr, last, &[UNDO_FIELDS, free..free + len], |page| {
+                UndoPage::open(page, page_size)
+                    .map_err(page_err(last_id))?
+                    .append(record)
+                    .map_err(page_err(last_id))
+            })?;
+            change_described(mtr, header, &[UNDO_FIELDS], |page| {
+                UndoPage::open(page, page_size)
+                    .map_err(page_err(header_id))?
+                    .set_record_count(records);
+                Ok(())
+            })?;
+            Ok(offset)
+        }
     }
 }
