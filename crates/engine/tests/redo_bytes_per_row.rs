@@ -83,7 +83,7 @@ fn redo_bytes_per_row(random: bool, rows_per_txn: u64) -> f64 {
 
 /// Issue 8 set 2 × the row for the tree's own redo. Since issue 11 every row write also logs
 /// its undo record (the key of an insert, framed), which the redo must protect too: measured
-/// 2.24 × for random inserts 100 to a transaction, where the tree's share was 1.93 ×. Hence
+/// 2.21 × for random inserts 100 to a transaction, where the tree's share was 1.93 ×. Hence
 /// 2.5 × per row. A transaction also logs its undo log's start, commit and purge (a page
 /// allocated and freed, the transaction system page changed three times: about 220 bytes; InnoDB
 /// pays the same kind of cost, less where it reuses cached undo pages), allowed on top as
