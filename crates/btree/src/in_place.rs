@@ -7,7 +7,7 @@ use barracuda_page::SysFields;
 use crate::error::Result;
 use crate::insert::{LeafFit, LeafRecord};
 use crate::mtr::Mtr;
-use crate::node::{self, NodeRef};
+use crate::node::{self, NodeRef, Value};
 use crate::tree::BTree;
 use crate::versioned::{StoredRecord, StoredValue};
 
@@ -62,7 +62,7 @@ impl BTree {
         }
         let mut leaf = self.descend_leaf_exclusive(key)?;
         let id = leaf.page_id();
-        let (current, fit, value) = {
+        let (current, fit) = {
             let node = NodeRef::open(&leaf, id, self)?;
             let current = match node.search(key) {
                 Ok(pos) => Some(StoredRecord {
@@ -71,24 +71,17 @@ impl BTree {
                 }),
                 Err(_) => None,
             };
-            let value: Option<StoredValue> = match change {
-                InPlace::Put(v) => Some(StoredValue::Inline(v.to_vec())),
-                InPlace::DeleteMark => match &current {
-                    Some(now) if !now.sys.deleted => Some(now.value.clone()),
-                    _ => None,
-                },
-            };
-            let Some(value) = value else {
+            let Some(value) = new_value(change, current.as_ref()) else {
                 return Ok(InPlaceOutcome::Unchanged);
             };
             // The fields' size does not depend on their values: any will do for the fit.
             let probe = LeafRecord {
                 key,
-                value: value.as_value(),
+                value,
                 sys: SysFields::default(),
             };
             let fit = LeafFit::of(&node, self, probe, false)?;
-            (current, fit, value)
+            (current, fit)
         };
         if !fit.fits {
             return Ok(InPlaceOutcome::NotHere);
@@ -97,14 +90,25 @@ impl BTree {
         let Some(sys) = prepare(&mut mtr, current.as_ref())? else {
             return Ok(InPlaceOutcome::NotHere);
         };
-        let record = LeafRecord {
-            key,
-            value: value.as_value(),
-            sys,
+        // `Some`: the same value the fit was checked for.
+        let Some(value) = new_value(change, current.as_ref()) else {
+            return Ok(InPlaceOutcome::Unchanged);
         };
+        let record = LeafRecord { key, value, sys };
         fit.apply(&mut mtr, &mut leaf, self, record)?;
         mtr.changed(leaf);
         mtr.commit()?;
         Ok(InPlaceOutcome::Done)
+    }
+}
+
+/// The value `change` stores, borrowed (a put's bytes, or the current record's value for a
+/// delete-mark); `None` when a delete-mark has nothing to mark.
+fn new_value<'a>(change: InPlace<'a>, current: Option<&'a StoredRecord>) -> Option<Value<'a>> {
+    match change {
+        InPlace::Put(v) => Some(Value::Inline(v)),
+        InPlace::DeleteMark => current
+            .filter(|now| !now.sys.deleted)
+            .map(|now| now.value.as_value()),
     }
 }

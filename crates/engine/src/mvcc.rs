@@ -164,14 +164,16 @@ impl Mvcc {
         let undo = &self.undo;
         let change = value.map_or(InPlace::DeleteMark, InPlace::Put);
         tree.change_in_place(key, change, &mut |mtr, current| {
-            let (kind, payload) = match (current, value) {
-                (None, Some(_)) => (UndoKind::Insert, key.to_vec()),
+            // An insert's payload is the key itself: no copy on the hot path.
+            let (kind, version) = match (current, value) {
+                (None, Some(_)) => (UndoKind::Insert, None),
                 // Also a revived delete-marked row: its old version is the deleted one.
-                (Some(old), Some(_)) => (UndoKind::Update, encode_version(key, old)?),
-                (Some(old), None) => (UndoKind::DeleteMark, encode_version(key, old)?),
+                (Some(old), Some(_)) => (UndoKind::Update, Some(encode_version(key, old)?)),
+                (Some(old), None) => (UndoKind::DeleteMark, Some(encode_version(key, old)?)),
                 (None, None) => return Ok(None),
             };
-            let Some(ptr) = undo.append_in(mtr, log, kind, space, &payload)? else {
+            let payload = version.as_deref().unwrap_or(key);
+            let Some(ptr) = undo.append_in(mtr, log, kind, space, payload)? else {
                 return Ok(None);
             };
             Ok(Some(SysFields {
