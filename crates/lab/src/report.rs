@@ -149,3 +149,9 @@ pub fn us(ns: u64) -> String {
 pub fn ms(ns: u64) -> String {
     format!("{:.2}", ns as f64 / 1e6)
 }
+
+/// The median of `values` (the upper middle one of an even count; 0 when empty).
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}

@@ -1,7 +1,8 @@
-//! `lab snapshot-reads` and `lab history-growth` end to end, through the built binary, at tiny
-//! sizes. What would break: either experiment failing to run (their own checks: rows found,
-//! the old snapshot's versions, the row count after the update workload), or their JSON losing
-//! the fields the docs name. No timing is asserted: tests run unoptimised, on busy machines.
+//! `lab snapshot-reads`, `lab history-growth` and `lab concurrent-writers` end to end, through
+//! the built binary, at tiny sizes. What would break: an experiment failing to run (their own
+//! checks: rows found, the old snapshot's versions, the row count after the update workload,
+//! each writer's last rows), or their JSON losing the fields the docs name. No timing is
+//! asserted: tests run unoptimised, on busy machines.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -130,4 +131,43 @@ fn history_growth_samples_sizes_and_keeps_every_row() {
         );
     }
     assert!(out_dir.join("history-growth.svg").exists());
+}
+
+#[test]
+fn concurrent_writers_runs_interleaved_rounds_and_reports_medians() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out_dir, db_dir) = (tmp.path().join("out"), tmp.path().join("db"));
+    let out = lab(
+        "concurrent-writers",
+        &out_dir,
+        &db_dir,
+        &["--rows", "2000", "--seconds", "0.6"],
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "concurrent-writers failed:\n{all}");
+    assert!(all.contains("medians of 3 interleaved rounds"), "{all}");
+    let doc = read_json(&out_dir.join("concurrent-writers.json"));
+    for rows in ["rows_per_txn_1", "rows_per_txn_10"] {
+        for f in ["commits_per_s_1", "commits_per_s_2", "ratio"] {
+            assert!(
+                number(&doc, &format!("results.{rows}.{f}")) > 0.0,
+                "{rows}.{f}"
+            );
+        }
+        for threads in ["rounds_1", "rounds_2"] {
+            let rounds = field(&doc, &format!("results.{rows}.{threads}"));
+            assert_eq!(rounds.as_array().map(Vec::len), Some(3), "{rows}.{threads}");
+        }
+        // The figure is one of the rounds (their median), not a blend.
+        let median = number(&doc, &format!("results.{rows}.commits_per_s_2"));
+        let rounds = field(&doc, &format!("results.{rows}.rounds_2"));
+        assert!(
+            rounds
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r.as_f64() == Some(median)),
+            "{rows}: {median} among {rounds}"
+        );
+    }
 }

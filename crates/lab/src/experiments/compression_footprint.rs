@@ -31,7 +31,7 @@ use serde_json::json;
 
 use super::{Context, Experiment, Outcome, Sizes};
 use crate::plot::{self, Panel, PanelKind};
-use crate::report::TextTable;
+use crate::report::{median, TextTable};
 use crate::workload;
 use crate::LabResult;
 
@@ -341,11 +341,6 @@ fn holding_flush_settings() -> LabResult<FlushSettings> {
     s.set_io_capacity_max(100)?;
     s.set_idle_flush_pct(0)?;
     Ok(s)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
 fn report(
