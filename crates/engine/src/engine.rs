@@ -82,10 +82,16 @@ pub(crate) struct EngineInner {
     /// checkpoint. Never held across a buffer-pool call (the pool's writes take it).
     pub(crate) catalog: Arc<Mutex<Catalog>>,
     pub(crate) tables: RwLock<HashMap<String, Arc<TableInner>>>,
-    /// One redo commit unit at a time: a row write, a commit, a step of a rollback or of
-    /// purge (see `unit.rs`). Held for one row's change, never across a lock wait or a log sync.
+    /// One redo commit unit at a time: a row write that needs several mtrs (a split, a new
+    /// undo page), an undo log started in a newly allocated page, a step of a rollback or of
+    /// purge (see `unit.rs`); row writes that fit in place, commits and logs started in a
+    /// cached page are single mtrs and do not take it. Held for one change, never across a
+    /// lock wait or a log sync.
     pub(crate) unit_lock: Mutex<()>,
     pub(crate) read_only: Mutex<Option<String>>,
+    /// Set (after `read_only`) when the engine turns read-only: what every write checks first,
+    /// without the mutex, which two writers would otherwise pass between them at every row.
+    read_only_set: AtomicBool,
     pub(crate) counters: Counters,
     /// Row locks of the transactions' writes.
     pub(crate) locks: barracuda_lock::LockManager,
@@ -290,6 +296,7 @@ impl Engine {
                 tables: RwLock::new(tables),
                 unit_lock: Mutex::new(()),
                 read_only: Mutex::new(None),
+                read_only_set: AtomicBool::new(false),
                 counters: Counters::default(),
                 locks,
                 mvcc,
@@ -709,14 +716,20 @@ impl EngineInner {
     /// The first reason is kept.
     pub(crate) fn poison(&self, reason: String) {
         self.pool.stop_writes(reason.clone());
+        // A unit left open now never closes: commits waiting for it must not wait forever.
+        self.log.abandon_units();
         let mut read_only = self.read_only.lock();
         if read_only.is_none() {
             tracing::error!(%reason, "engine turned read-only");
             *read_only = Some(reason);
         }
+        self.read_only_set.store(true, Ordering::Release);
     }
 
     pub(crate) fn read_only_reason(&self) -> Option<String> {
+        if !self.read_only_set.load(Ordering::Acquire) {
+            return self.pool.writes_stopped();
+        }
         self.read_only
             .lock()
             .clone()

@@ -78,6 +78,7 @@ impl Mvcc {
             rows_purged: self.purge.rows_removed.load(Ordering::Relaxed),
             recovered_rollbacks: self.purge.recovered_rollbacks.load(Ordering::Relaxed),
             recovered_rows_undone: self.purge.recovered_rows_undone.load(Ordering::Relaxed),
+            cached_undo_pages: u64::from(self.undo.cached_header_pages()),
         }
     }
 
@@ -90,14 +91,23 @@ impl Mvcc {
             .map_err(undo_err)
     }
 
-    /// Starts the undo log of transaction `trx_id` (at its first row write).
+    /// Starts the undo log of transaction `trx_id` (at its first row write) in a cached
+    /// header page: one mini-transaction, so it needs no redo commit unit. `None` when the
+    /// cache is empty: [`start_log`](Self::start_log), in a unit, allocates one.
+    pub(crate) fn start_cached_log(&self, trx_id: u64) -> Result<Option<UndoLog>> {
+        self.undo.begin_cached_log(trx_id).map_err(undo_err)
+    }
+
+    /// Starts the undo log of transaction `trx_id` in a newly allocated page: several
+    /// mini-transactions, to run in a redo commit unit.
     pub(crate) fn start_log(&self, trx_id: u64) -> Result<UndoLog> {
         self.undo.begin_log(trx_id).map_err(undo_err)
     }
 
     /// Ends the transaction: its log goes to the history list and its rows become visible to
-    /// views opened from now on.
-    pub(crate) fn commit(&self, trx_id: u64, log: UndoLog) -> Result<()> {
+    /// views opened from now on. The log changes in one mini-transaction (and possibly one
+    /// before it raising the persisted id mark, which stands alone): returns the LSN it ends at.
+    pub(crate) fn commit(&self, trx_id: u64, log: UndoLog) -> Result<Option<barracuda_page::Lsn>> {
         let no = self
             .trx
             .commit_persisting(trx_id, |to| self.undo.raise_max_trx_id(to))
@@ -241,22 +251,47 @@ impl Mvcc {
             .map_err(table_err)
     }
 
-    /// Purges the oldest committed log if no open view can need it: removes the rows it
-    /// delete-marked (if no later change revived them), frees the off-page values of the
-    /// versions it replaced, then the log. `tree_of` finds a table's tree by tablespace
-    /// (`None` for a dropped table, whose rows went with its file). Returns whether a log was
-    /// purged. The caller runs it inside a commit unit, so that a crash repeats it whole.
-    pub(crate) fn purge_one(
+    /// Purges up to `max` of the oldest committed logs that no open view can need: removes
+    /// the rows each delete-marked (if no later change revived them), frees the off-page
+    /// values of the versions it replaced, then removes the logs from the history list in one
+    /// mini-transaction. `tree_of` finds a table's tree by tablespace (`None` for a dropped
+    /// table, whose rows went with its file). Returns how many logs were purged. The caller
+    /// runs it inside a commit unit, so that a crash repeats it whole.
+    pub(crate) fn purge_logs(
         &self,
         tree_of: &dyn Fn(u32) -> Option<BTree>,
-    ) -> std::result::Result<bool, barracuda_btree::BTreeError> {
-        let Some(head) = self.undo.history_head()? else {
-            return Ok(false);
-        };
-        if head.trx_no >= self.trx.purge_limit() {
-            return Ok(false);
+        max: usize,
+    ) -> std::result::Result<usize, barracuda_btree::BTreeError> {
+        let limit = self.trx.purge_limit();
+        let mut purged = Vec::with_capacity(max);
+        let mut next = self.undo.history_head()?;
+        while let Some(entry) = next.take() {
+            // Commits may enter the list slightly out of commit-number order (each links its
+            // log once it has its number, without a lock over both): stop at the first log a
+            // view may need, even if a later one would not be.
+            if entry.trx_no >= limit {
+                break;
+            }
+            self.purge_rows_of(&entry, tree_of)?;
+            purged.push(entry.first_page);
+            if purged.len() < max {
+                next = self.undo.history_after(&entry)?;
+            }
         }
-        for (ptr, record) in self.undo.records_oldest_first(head.first_page)? {
+        self.undo.remove_history_heads(&purged)?;
+        self.purge
+            .logs_purged
+            .fetch_add(purged.len() as u64, Ordering::Relaxed);
+        Ok(purged.len())
+    }
+
+    /// What purging the log `entry` does to rows (see [`purge_logs`](Self::purge_logs)).
+    fn purge_rows_of(
+        &self,
+        entry: &barracuda_undo::HistoryEntry,
+        tree_of: &dyn Fn(u32) -> Option<BTree>,
+    ) -> std::result::Result<(), barracuda_btree::BTreeError> {
+        for (ptr, record) in self.undo.records_oldest_first(entry.first_page)? {
             let Some(tree) = tree_of(record.space) else {
                 continue;
             };
@@ -272,7 +307,7 @@ impl Mvcc {
                     let (key, _) = decode_version(&record.payload, at)?;
                     // Only if still marked by this transaction: a writer may have revived the
                     // row since (checked under the latch that removes it).
-                    let (trx_id, roll_ptr) = (head.trx_id, ptr.to_u64());
+                    let (trx_id, roll_ptr) = (entry.trx_id, ptr.to_u64());
                     let still_marked = |now: SysFields| {
                         now.deleted && now.trx_id == trx_id && now.roll_ptr == roll_ptr
                     };
@@ -283,9 +318,7 @@ impl Mvcc {
                 }
             }
         }
-        self.undo.remove_history_head(head.first_page)?;
-        self.purge.logs_purged.fetch_add(1, Ordering::Relaxed);
-        Ok(true)
+        Ok(())
     }
 }
 
@@ -295,6 +328,7 @@ impl Mvcc {
 /// that does not carry `ptr` was already restored (a rollback resumed after a crash) and is
 /// left alone, so applying a record twice is harmless.
 pub(crate) fn undo_one(
+    trx: &TrxSystem,
     tree: &BTree,
     trx_id: u64,
     ptr: RollPtr,
@@ -319,6 +353,19 @@ pub(crate) fn undo_one(
             if let Some(removed) = tree.remove_stored(&key)? {
                 tree.free_stored(&removed.value)?;
             }
+        }
+        (UndoKind::Update, Some(old)) if old.sys.deleted && trx.all_views_see(old.sys.trx_id) => {
+            // The update revived a row another transaction had deleted, and every view sees
+            // that delete: purge may already have passed the deleting transaction's log (it
+            // checks that the row is still marked, and it was not), so nothing else would ever
+            // remove the mark put back here. Remove the row instead, as purge would have (its
+            // value, shared with the deleting transaction's undo record, goes with it: that
+            // record's purge finds no row to free). Purge cannot run meanwhile: both hold the
+            // unit lock.
+            if let Some(removed) = tree.remove_stored(&key)? {
+                tree.free_stored(&removed.value)?;
+            }
+            tree.free_stored(&old.value)?;
         }
         (UndoKind::Update, Some(old)) => {
             tree.put_stored(&key, &old.value, old.sys)?;

@@ -1,11 +1,12 @@
 //! The engine's [`LogSink`]: turns each mini-transaction into redo records (the difference
 //! between each changed page's before-image and its image at commit), appends them to the
-//! [`RedoLog`], groups a transaction's mtrs into one commit unit, and knows the LSN below which a
-//! checkpoint is safe.
+//! [`RedoLog`], groups the mtrs of a multi-mtr change into one commit unit, and knows the LSN
+//! below which a checkpoint is safe.
 //!
 //! Three invariants live here:
-//! - **Commit units.** While a unit is open (a transaction being applied under the engine's
-//!   commit lock), every mtr is appended as a part of it, and [`write_barrier`] is the unit's
+//! - **Commit units.** While a unit is open (a change made under the engine's unit lock), every
+//!   mtr is appended as a part of it — another thread's lone mtr too, which is then recoverable
+//!   only once the unit ends ([`wait_recoverable`]) — and [`write_barrier`] is the unit's
 //!   start: the pool writes no page holding a change of the open unit, so a crash before the
 //!   unit's last frame leaves neither its log (recovery discards incomplete units) nor its pages.
 //! - **WAL for units.** A page may hold changes of a closed unit whose last frame is past the
@@ -20,13 +21,14 @@
 //!   later `recent_closed`).
 //!
 //! [`write_barrier`]: RedoSink::write_barrier
+//! [`wait_recoverable`]: RedoSink::wait_recoverable
 //! [`durable_lsn_for_page`]: RedoSink::durable_lsn_for_page
 //! [`checkpoint_limit`]: RedoSink::checkpoint_limit
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use barracuda_btree::{BTreeError, IndexChange, LogSink, LsnRange, MtrSummary};
 use barracuda_page::{Lsn, PageId, PageSize};
@@ -66,6 +68,13 @@ pub(crate) struct RedoSink {
     stealable: Mutex<(HashSet<PageId>, HashSet<PageId>)>,
     /// Bytes of redo records (frames excluded) appended.
     record_bytes: AtomicU64,
+    /// The highest unit (or lone mtr) end recorded: an mtr ending at or below it belongs to a
+    /// unit that has closed (units do not interleave).
+    last_closed: AtomicU64,
+    /// Signalled (with `unit` held) when a unit closes or is abandoned.
+    unit_closed_signal: Condvar,
+    /// Set when the engine turned read-only: the open unit, if any, never closes.
+    abandoned: AtomicBool,
 }
 
 /// The mtrs between getting their LSN range and having their pages on the flush list, by start
@@ -129,6 +138,9 @@ impl RedoSink {
             unit_ends: Mutex::new(VecDeque::from([end])),
             stealable: Mutex::new((HashSet::new(), HashSet::new())),
             record_bytes: AtomicU64::new(0),
+            last_closed: AtomicU64::new(end),
+            unit_closed_signal: Condvar::new(),
+            abandoned: AtomicBool::new(false),
         }
     }
 
@@ -143,8 +155,8 @@ impl RedoSink {
     }
 
     /// Opens a commit unit: every mtr until [`end_unit`](Self::end_unit) belongs to it. The
-    /// caller (a transaction's commit, under the engine's commit lock) makes sure no other mtr
-    /// runs meanwhile.
+    /// caller holds the engine's unit lock, so units never nest or interleave; lone mtrs of
+    /// other threads may join it.
     pub(crate) fn begin_unit(&self) {
         let mut unit = self.unit.lock();
         debug_assert!(unit.is_none(), "commit units do not nest");
@@ -191,6 +203,8 @@ impl RedoSink {
         // log must be durable.
         self.unit_closed(end);
         self.barrier.store(Lsn::MAX, Ordering::SeqCst);
+        // With `unit` held: a waiter checks `last_closed` under it before it sleeps.
+        self.unit_closed_signal.notify_all();
         let mut sets = self.stealable.lock();
         sets.0.clear();
         sets.1.clear();
@@ -243,6 +257,32 @@ impl RedoSink {
         ends.get(i).copied().unwrap_or(newest)
     }
 
+    /// The LSN a lone mtr ending at `end` becomes recoverable at, once it is: its own end if
+    /// no unit was open when it was appended, else the end of the unit it joined, waited for
+    /// (a lone mtr appended while another thread's unit is open is part of that unit, and
+    /// recovery keeps it only if the unit is complete). `None` when that unit will never close:
+    /// the engine turned read-only with it open.
+    pub(crate) fn wait_recoverable(&self, end: Lsn) -> Option<Lsn> {
+        if self.last_closed.load(Ordering::Acquire) < end {
+            let mut unit = self.unit.lock();
+            while self.last_closed.load(Ordering::Acquire) < end {
+                if self.abandoned.load(Ordering::Acquire) {
+                    return None;
+                }
+                self.unit_closed_signal.wait(&mut unit);
+            }
+        }
+        Some(self.durable_lsn_for_page(end))
+    }
+
+    /// The engine turned read-only: the open unit, if any, will not close; wakes every
+    /// [`wait_recoverable`](Self::wait_recoverable).
+    pub(crate) fn abandon_units(&self) {
+        let _unit = self.unit.lock();
+        self.abandoned.store(true, Ordering::Release);
+        self.unit_closed_signal.notify_all();
+    }
+
     /// Records the end of a unit (or lone mtr) that just closed. Ends the log is durable past
     /// are dropped now and then: a page whose unit ended there needs nothing more, and the
     /// lookup then answers a later end (more than needed, never less).
@@ -251,6 +291,7 @@ impl RedoSink {
         if ends.back().is_none_or(|&last| last < end) {
             ends.push_back(end);
         }
+        self.last_closed.fetch_max(end, Ordering::Release);
         if ends.len().is_multiple_of(TRIM_EVERY) {
             let durable = self.log.flushed_lsn();
             while ends.len() > 1 && ends.front().is_some_and(|&e| e <= durable) {

@@ -65,7 +65,7 @@ fn roll_back_inner(inner: &EngineInner, trx_id: u64, log: LogToRollBack) -> Resu
         // Room for the restored version and a split it may cause.
         let redo = 2 * record.payload.len() as u64 + 512;
         inner.in_unit(redo, OnFailure::Poison, || {
-            crate::mvcc::undo_one(tree, trx_id, *ptr, record)
+            crate::mvcc::undo_one(&mvcc.trx, tree, trx_id, *ptr, record)
                 .map_err(|e| Error::table(&tree_name(inner, record.space), e))
         })?;
         undone += 1;

@@ -83,6 +83,9 @@ pub struct MvccStatus {
     pub recovered_rollbacks: u64,
     /// Their row changes taken back.
     pub recovered_rows_undone: u64,
+    /// Purged undo logs' header pages kept for new logs (a transaction's first write takes
+    /// one instead of allocating a page).
+    pub cached_undo_pages: u64,
 }
 
 /// The redo log's state. Later versions add fields.
@@ -217,13 +220,14 @@ PAGE COMPRESSION
         writeln!(
             f,
             "History list length {}; {} active transactions, {} read views; purged {} undo \
-             logs and {} delete-marked rows; rolled back {} transactions ({} row changes) left \
-             open by a crash",
+             logs and {} delete-marked rows ({} header pages cached for new logs); rolled back \
+             {} transactions ({} row changes) left open by a crash",
             m.history_list_length,
             m.active_transactions,
             m.read_views,
             m.logs_purged,
             m.rows_purged,
+            m.cached_undo_pages,
             m.recovered_rollbacks,
             m.recovered_rows_undone
         )?;

@@ -8,6 +8,7 @@ use parking_lot::Mutex;
 
 use barracuda_btree::InPlaceOutcome;
 use barracuda_lock::{LockError, TrxLocks};
+use barracuda_redo::Durability as RedoDurability;
 use barracuda_undo::{ReadView, UndoLog};
 
 use crate::engine::Engine;
@@ -205,19 +206,23 @@ impl<'e> Transaction<'e> {
             writer.tables.push(table.inner.clone());
         }
         if writer.log.is_none() {
-            // The first write starts the undo log: a page allocated, formatted and named by a
-            // slot of the transaction system page, in a unit of its own (several mtrs that
-            // must not be split by a crash, or the page would leak).
-            let (log, _) =
-                inner.in_unit(4096, OnFailure::Close, || inner.mvcc.start_log(writer.id))?;
-            writer.log = Some(log);
+            // The first write starts the undo log, named by a slot of the transaction system
+            // page: in a header page purge left in the cache (one mtr), or else in a page
+            // allocated and formatted in a unit of its own (several mtrs that must not be split
+            // by a crash, or the page would leak).
+            inner.check_writable_for_lone_mtr(4096)?;
+            writer.log = match inner.mvcc.start_cached_log(writer.id)? {
+                Some(log) => Some(log),
+                None => Some(
+                    inner
+                        .in_unit(4096, OnFailure::Close, || inner.mvcc.start_log(writer.id))?
+                        .0,
+                ),
+            };
         }
         if let Some(log) = &mut writer.log {
             // The common case: no unit, no engine-wide lock (see `Mvcc::write_in_place`).
-            if let Some(why) = inner.read_only_reason() {
-                return Err(Error::ReadOnly(why));
-            }
-            inner.make_log_room(redo_estimate(key, value))?;
+            inner.check_writable_for_lone_mtr(redo_estimate(key, value))?;
             let outcome = inner
                 .mvcc
                 .write_in_place(&tree, log, writer.id, key, value)
@@ -362,8 +367,12 @@ impl<'e> Transaction<'e> {
             inner.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
             return Err(Error::StaleTable(name));
         }
-        let ((), commit_lsn) =
-            inner.in_unit(512, OnFailure::Poison, || inner.mvcc.commit(writer.id, log))?;
+        // One mtr (no unit, no engine-wide lock): the log into the history list. Failing
+        // part-way it leaves the pages it latched poisoned, so the engine turns read-only.
+        inner.check_writable_for_lone_mtr(512)?;
+        let commit_end = inner.mvcc.commit(writer.id, log).inspect_err(|err| {
+            inner.poison(format!("a commit failed part-way: {err}"));
+        })?;
         let counters = &inner.counters;
         counters
             .rows_written
@@ -374,8 +383,16 @@ impl<'e> Transaction<'e> {
         counters.commits.fetch_add(1, Ordering::Relaxed);
         writer.locks.release_all();
         inner.purge_worker.nudge();
-        if let Some(lsn) = commit_lsn {
-            inner.log.log().wait_for_commit(lsn).map_err(|e| {
+        let log = inner.log.log();
+        if let Some(end) = commit_end.filter(|_| log.durability() != RedoDurability::None) {
+            // The commit's mtr may have joined another thread's open unit: it is recoverable
+            // once that unit closes, and durable once the log is, up to the unit's end.
+            let Some(lsn) = inner.log.wait_recoverable(end) else {
+                return Err(Error::ReadOnly(inner.read_only_reason().unwrap_or_else(
+                    || "a change failed part-way while this commit waited for it".to_owned(),
+                )));
+            };
+            log.wait_for_commit(lsn).map_err(|e| {
                 let err = Error::from(e);
                 inner.poison(format!("the redo log failed at commit: {err}"));
                 err

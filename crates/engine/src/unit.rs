@@ -1,11 +1,16 @@
 //! Redo commit units: the changes that must reach disk together or not at all.
 //!
-//! A row write (its undo record and the row), a commit (the undo log into the history list), a
-//! step of a rollback and a step of purge each run as one unit ([`EngineInner::in_unit`]): the
-//! redo log applies a unit whole or not at all after a crash, and no page holding part of an
-//! open unit is written. Units do not interleave in the log, so one runs at a time, under the
-//! engine's unit lock; transactions are atomic across units through their undo logs (a crash
-//! rolls back every transaction that had not committed), not through one unit each.
+//! A change made of several mini-transactions — a row write that splits a page or needs a new
+//! undo page, an undo log started in a newly allocated page, a step of a rollback, a step of
+//! purge — runs as one unit ([`EngineInner::in_unit`]): the redo log applies a unit whole or not
+//! at all after a crash, and no page holding part of an open unit is written. Units do not
+//! interleave in the log, so one runs at a time, under the engine's unit lock. A change that is
+//! one mini-transaction (most row writes, every commit, a log started in a cached page) needs no
+//! unit and takes no engine-wide lock: it is atomic by itself, and if it is appended while
+//! another thread's unit is open it becomes part of that unit (a commit then waits for the
+//! unit's end before it is durable: `RedoSink::wait_recoverable`). Transactions are atomic
+//! across units and mtrs through their undo logs (a crash rolls back every transaction that had
+//! not committed).
 
 use barracuda_page::Lsn;
 
@@ -25,6 +30,15 @@ pub(crate) enum OnFailure {
 }
 
 impl EngineInner {
+    /// Before a lone mini-transaction (no unit, no unit lock): fails if the engine turned
+    /// read-only, then makes room in the log for about `redo_bytes`.
+    pub(crate) fn check_writable_for_lone_mtr(&self, redo_bytes: u64) -> Result<()> {
+        if let Some(why) = self.read_only_reason() {
+            return Err(Error::ReadOnly(why));
+        }
+        self.make_log_room(redo_bytes)
+    }
+
     /// Runs `change` as one redo commit unit under the unit lock, after making room in the log
     /// for about `redo_bytes`. Returns its result and the LSN a commit must wait for (`None`
     /// when the unit logged nothing).

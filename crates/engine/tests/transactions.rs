@@ -260,3 +260,88 @@ fn purge_leaves_no_delete_marked_record_behind_once_idle() {
     assert_eq!(stats.records, 100);
     assert_eq!(db.status().mvcc.history_list_length, 0);
 }
+
+/// Commits link their undo logs into the history list without any engine-wide lock while the
+/// purge thread unlinks the list's head: no log may be lost between the two (a purge that read
+/// the head's link before a commit extended the list once dropped the new log, leaking its
+/// page and leaving its delete-marks forever). Each thread deletes and re-inserts its own rows
+/// in one-row transactions; then the undo tablespace must check clean — every page in a log
+/// or in the cache of header pages — and no row may stay delete-marked.
+#[test]
+fn concurrent_commits_and_purge_lose_no_undo_log() {
+    const THREADS: u32 = 3;
+    const ROUNDS: u32 = 300;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Engine::open(
+        dir.path(),
+        EngineOptions::default()
+            .page_size(PageSize::K4)
+            .buffer_pool_bytes(4 << 20),
+    )
+    .unwrap();
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    thread::scope(|s| {
+        for w in 0..THREADS {
+            let (db, t) = (&db, &t);
+            s.spawn(move || {
+                for i in 0..ROUNDS {
+                    let k = key(w * ROUNDS + i % 20);
+                    if i % 2 == 0 {
+                        db.put(t, &k, &value(w as u8, 40)).unwrap();
+                    } else {
+                        db.delete(t, &k).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    let purged = db.status().mvcc.logs_purged;
+    db.close().unwrap();
+    let report = barracuda::inspect::check_database(dir.path()).unwrap();
+    assert!(
+        report.is_clean(),
+        "after {purged} logs purged live:\n{report}"
+    );
+    let db = Engine::open(dir.path(), EngineOptions::default().page_size(PageSize::K4)).unwrap();
+    let t = db.table("t").unwrap();
+    assert_eq!(db.check_table(&t).unwrap().delete_marked, 0);
+    assert_eq!(db.status().mvcc.history_list_length, 0);
+}
+
+/// A transaction revives a row another one deleted, purge passes the deleting transaction's log
+/// meanwhile (the row was not marked then, so purge left it), and the reviver rolls back: the
+/// delete-mark it puts back would never be purged, so the rollback removes the row itself.
+#[test]
+fn rolling_back_a_revived_row_after_purge_passed_its_delete_leaves_no_mark_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Engine::open(
+        dir.path(),
+        EngineOptions::default()
+            .page_size(PageSize::K4)
+            .buffer_pool_bytes(1 << 20),
+    )
+    .unwrap();
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    // One inline value and one in an overflow chain (its pages must not leak either).
+    for (k, len) in [(1u32, 50usize), (2, 9000)] {
+        db.put(&t, &key(k), &value(1, len)).unwrap();
+        db.delete(&t, &key(k)).unwrap();
+    }
+    let mut tx = db.begin();
+    tx.put(&t, &key(1), &value(2, 60)).unwrap();
+    tx.put(&t, &key(2), &value(2, 70)).unwrap();
+    // Purge (a background thread) passes both deletes while the transaction is open.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while db.status().mvcc.history_list_length > 0 {
+        assert!(std::time::Instant::now() < deadline, "purge never ran");
+        thread::yield_now();
+    }
+    tx.rollback().unwrap();
+    assert_eq!(db.get(&t, &key(1)).unwrap(), None);
+    assert_eq!(db.get(&t, &key(2)).unwrap(), None);
+    let stats = db.check_table(&t).unwrap();
+    assert_eq!((stats.records, stats.delete_marked), (0, 0), "{stats:?}");
+    db.close().unwrap();
+    let report = barracuda::inspect::check_database(dir.path()).unwrap();
+    assert!(report.is_clean(), "{report}");
+}

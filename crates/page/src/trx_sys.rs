@@ -3,11 +3,12 @@
 //! active undo log (InnoDB keeps these in `TRX_SYS` and the rollback segment headers).
 //!
 //! ```text
-//! 0        38             46              50             54            58    62
-//! | FIL hdr | max_trx_id u64 | history_first | history_last | history_len | rsv | slots u32 … | trailer |
+//! 0        38             46              50             54            58            62
+//! | FIL hdr | max_trx_id u64 | history_first | history_last | history_len | cache_first | slots u32 … | trailer |
 //! ```
 //! A slot holds the header page of an undo log whose transaction has not committed, or
-//! `FIL_NULL`; recovery rolls back the logs the slots name.
+//! `FIL_NULL`; recovery rolls back the logs the slots name. The cache holds header pages of
+//! purged logs, so that a transaction starts its log without allocating a page.
 
 use crate::bytes::{put_u32, put_u64, u32_at, u64_at};
 use crate::error::PageError;
@@ -22,7 +23,10 @@ pub const OFF_HISTORY_FIRST: usize = FIL_HEADER_SIZE + 8;
 pub const OFF_HISTORY_LAST: usize = FIL_HEADER_SIZE + 12;
 /// Offset of the number of logs in the history list (u32).
 pub const OFF_HISTORY_LEN: usize = FIL_HEADER_SIZE + 16;
-/// Offset of the first slot (4 reserved bytes, 0, precede it).
+/// Offset of the newest cached undo log header page (u32, `FIL_NULL` = none): purged logs'
+/// header pages kept for new logs, linked through their `history_next`.
+pub const OFF_CACHE_FIRST: usize = FIL_HEADER_SIZE + 20;
+/// Offset of the first slot.
 pub const OFF_SLOTS: usize = FIL_HEADER_SIZE + 24;
 
 /// Slots of a page of `page_size`: 4,078 at 16 KiB.
@@ -79,6 +83,11 @@ impl<B: AsRef<[u8]>> TrxSysPage<B> {
         u32_at(self.buf.as_ref(), OFF_HISTORY_LEN).unwrap_or(0)
     }
 
+    /// The newest cached undo log header page, `FIL_NULL` when the cache is empty.
+    pub fn cache_first(&self) -> PageNo {
+        u32_at(self.buf.as_ref(), OFF_CACHE_FIRST).unwrap_or(FIL_NULL)
+    }
+
     /// Slot `i`: the header page of an active undo log, or `FIL_NULL`.
     pub fn slot(&self, i: usize) -> PageNo {
         u32_at(self.buf.as_ref(), OFF_SLOTS + 4 * i).unwrap_or(FIL_NULL)
@@ -118,6 +127,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> TrxSysPage<B> {
         let mut page = Self { buf, page_size };
         page.set_max_trx_id(max_trx_id);
         page.set_history(FIL_NULL, FIL_NULL, 0);
+        page.set_cache_first(FIL_NULL);
         for i in 0..slot_count(page_size) {
             page.set_slot(i, FIL_NULL);
         }
@@ -135,6 +145,11 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> TrxSysPage<B> {
         put_u32(b, OFF_HISTORY_FIRST, first);
         put_u32(b, OFF_HISTORY_LAST, last);
         put_u32(b, OFF_HISTORY_LEN, len);
+    }
+
+    /// Sets the newest cached header page (`FIL_NULL` = the cache is empty).
+    pub fn set_cache_first(&mut self, page: PageNo) {
+        put_u32(self.buf.as_mut(), OFF_CACHE_FIRST, page);
     }
 
     /// Sets slot `i` (ignored beyond [`slot_count`]).

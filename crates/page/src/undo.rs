@@ -48,6 +48,9 @@ pub const OFF_LOG_LAST_PAGE: usize = UNDO_PAGE_DATA + 18;
 pub const OFF_LOG_HISTORY_NEXT: usize = UNDO_PAGE_DATA + 22;
 /// Offset of the number of records in the log (u32).
 pub const OFF_LOG_RECORDS: usize = UNDO_PAGE_DATA + 26;
+/// Offset (on a cached header page) of the cache depth (u32): cached pages from this one to
+/// the end of the cache list, this one included; 0 on any other page.
+pub const OFF_LOG_CACHE_DEPTH: usize = UNDO_PAGE_DATA + 30;
 /// First record byte of a header page (the log header's reserved tail, 0, precedes it).
 pub const UNDO_LOG_DATA: usize = UNDO_PAGE_DATA + 40;
 
@@ -61,6 +64,10 @@ pub enum UndoLogState {
     Active,
     /// Its transaction committed; the log waits in the history list for purge.
     Committed,
+    /// Purged: the header page belongs to no log and waits in the transaction system page's
+    /// cache of header pages for the next transaction to start its log in (linked through
+    /// `history_next`), so that starting a log allocates nothing.
+    Cached,
 }
 
 impl UndoLogState {
@@ -68,6 +75,7 @@ impl UndoLogState {
         match self {
             Self::Active => 1,
             Self::Committed => 2,
+            Self::Cached => 3,
         }
     }
 
@@ -75,6 +83,7 @@ impl UndoLogState {
         match v {
             1 => Some(Self::Active),
             2 => Some(Self::Committed),
+            3 => Some(Self::Cached),
             _ => None,
         }
     }
@@ -153,6 +162,9 @@ pub struct UndoLogHeader {
     pub history_next: PageNo,
     /// Records in the log.
     pub records: u32,
+    /// On a cached header page, the cached pages from it to the end of the cache list (it
+    /// included); 0 otherwise.
+    pub cache_depth: u32,
 }
 
 /// An undo page over a buffer `B`: validated once by [`open`](Self::open), after which every
@@ -177,17 +189,30 @@ impl<B: AsRef<[u8]>> UndoPage<B> {
     /// of its records (each record's length within the page, each `prev` pointing at the
     /// record before it, `last` at the final one). Never panics.
     pub fn open(buf: B, page_size: PageSize) -> Result<Self, PageError> {
+        let page = Self::open_trusted(buf, page_size)?;
+        page.validate_records()?;
+        Ok(page)
+    }
+
+    /// Opens an undo page checking only its type and fixed fields (O(1)): the free offset
+    /// within the page, the reserved bytes, a header page's state and previous page.
+    ///
+    /// Use it for a page that passed [`open`](Self::open) when it was read and has been
+    /// changed only through this API since (the buffer pool validates undo pages as it reads
+    /// them). On a page whose records would not pass `open`, no method panics, but what the
+    /// record accessors return is unspecified.
+    pub fn open_trusted(buf: B, page_size: PageSize) -> Result<Self, PageError> {
         let header = check_type(buf.as_ref(), page_size, PageType::Undo)?;
         let page = Self {
             buf,
             page_size,
             id: header.page_id(),
         };
-        page.validate()?;
+        page.validate_fields()?;
         Ok(page)
     }
 
-    fn validate(&self) -> Result<(), PageError> {
+    fn validate_fields(&self) -> Result<(), PageError> {
         let b = self.buf.as_ref();
         let id = self.id;
         let end = self.page_size.bytes() - FIL_TRAILER_SIZE;
@@ -205,12 +230,23 @@ impl<B: AsRef<[u8]>> UndoPage<B> {
         if self.is_header_page() {
             let state = u8_at(b, OFF_LOG_STATE).unwrap_or(0);
             if UndoLogState::from_u8(state).is_none() {
-                return Err(corrupt(id, format!("undo log state {state} is not 1 or 2")));
+                return Err(corrupt(
+                    id,
+                    format!("undo log state {state} is not 1, 2 or 3"),
+                ));
             }
             if self.prev_page() != FIL_NULL {
                 return Err(corrupt(id, "an undo log's header page has a previous page"));
             }
         }
+        Ok(())
+    }
+
+    fn validate_records(&self) -> Result<(), PageError> {
+        let b = self.buf.as_ref();
+        let id = self.id;
+        let free = usize::from(self.free());
+        let start = self.data_start();
         let (mut at, mut prev) = (start, 0usize);
         while at < free {
             let record = self.decode_at(at, free)?;
@@ -321,6 +357,7 @@ impl<B: AsRef<[u8]>> UndoPage<B> {
             last_page: u32_at(b, OFF_LOG_LAST_PAGE)?,
             history_next: u32_at(b, OFF_LOG_HISTORY_NEXT)?,
             records: u32_at(b, OFF_LOG_RECORDS)?,
+            cache_depth: u32_at(b, OFF_LOG_CACHE_DEPTH)?,
         })
     }
 
@@ -416,6 +453,35 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> UndoPage<B> {
         put_u32(b, OFF_LOG_LAST_PAGE, page_no);
         put_u32(b, OFF_LOG_HISTORY_NEXT, FIL_NULL);
         put_u32(b, OFF_LOG_RECORDS, 0);
+    }
+
+    /// Makes a cached header page the header page of a new active log of `trx_id`: no records,
+    /// no other page, every field as [`init`](Self::init) and
+    /// [`init_log_header`](Self::init_log_header) leave them. Writes only the page fields and
+    /// the log header (offsets 38 to 96); the old records' bytes stay, past `free`, unread.
+    pub fn reuse_as_header(&mut self, trx_id: u64) {
+        let page_no = self.id.page_no;
+        let b = self.buf.as_mut();
+        put_u16(b, OFF_UNDO_FREE, UNDO_LOG_DATA as u16);
+        put_u16(b, OFF_UNDO_LAST, 0);
+        put_u32(b, OFF_UNDO_PREV, FIL_NULL);
+        put_u32(b, OFF_UNDO_NEXT, FIL_NULL);
+        put_u32(b, OFF_UNDO_FIRST, page_no);
+        put_u32(b, OFF_LOG_CACHE_DEPTH, 0);
+        self.init_log_header(trx_id);
+    }
+
+    /// Turns a purged log's header page into a cached one, `depth` deep in the cache list,
+    /// before `next` (`FIL_NULL` = the end of the list). Its records stay until reuse; the
+    /// log's other pages (freed by the caller) are no longer linked.
+    pub fn set_cached(&mut self, next: PageNo, depth: u32) {
+        let page_no = self.id.page_no;
+        let b = self.buf.as_mut();
+        put_u32(b, OFF_UNDO_NEXT, FIL_NULL);
+        put_u32(b, OFF_LOG_LAST_PAGE, page_no);
+        put_u8(b, OFF_LOG_STATE, UndoLogState::Cached.to_u8());
+        put_u32(b, OFF_LOG_HISTORY_NEXT, next);
+        put_u32(b, OFF_LOG_CACHE_DEPTH, depth);
     }
 
     /// Marks the log committed with commit number `trx_no` (header page).

@@ -406,8 +406,8 @@ pub fn seeds() -> Result<Vec<Seed>, PageError> {
     }
     add_noise(&mut out, t, &base, &mut rng);
 
-    // undo_decode: undo header pages and later pages with records, transaction system pages;
-    // broken fields.
+    // undo_decode: undo header pages and later pages with records, cached header pages,
+    // transaction system pages; broken fields.
     let t = "undo_decode";
     for ps in PageSize::ALL {
         let tag = size_tag(ps);
@@ -415,9 +415,20 @@ pub fn seeds() -> Result<Vec<Seed>, PageError> {
         add_page(&mut out, t, &format!("undo-header-{tag}"), ps, &header);
         let later = sealed(undo_page(ps, 4, 3, &mut rng)?);
         add_page(&mut out, t, &format!("undo-later-{tag}"), ps, &later);
+        // A purged log's header page in the header page cache: records kept, state 3.
+        let mut cached = undo_page(ps, 3, 3, &mut rng)?;
+        UndoPage::open(&mut cached[..], ps)?.set_cached(8, 2);
+        add_page(
+            &mut out,
+            t,
+            &format!("undo-cached-{tag}"),
+            ps,
+            &sealed(cached),
+        );
         let mut sys = TrxSysPage::init(vec![0u8; ps.bytes()], ps, PageId::new(9, 1), 512)?;
         sys.set_slot(0, 3);
         sys.set_history(5, 6, 2);
+        sys.set_cache_first(7);
         let sys = sealed(sys.as_bytes().to_vec());
         add_page(&mut out, t, &format!("trx-sys-{tag}"), ps, &sys);
     }

@@ -512,7 +512,8 @@ fn check_bitmap(bitmap: &AllocationBitmap<&[u8]>, ps: PageSize) {
 /// records and roll-pointer lookups, and [`TrxSysPage::open`](barracuda_page::TrxSysPage::open),
 /// at every page size. An accepted undo page's records must be readable at the offsets its walk
 /// yields and nowhere outside its record area; appending a record to it must give a page that
-/// opens again with that record last.
+/// opens again with that record last. A page that passes only `open_trusted` must not make any
+/// method panic, and reusing it as a log header page must give a valid, empty page.
 pub fn undo_decode(data: &[u8]) {
     use barracuda_page::undo::{UndoKind, UndoRecord};
     use barracuda_page::{TrxSysPage, UndoPage};
@@ -547,9 +548,36 @@ pub fn undo_decode(data: &[u8]) {
                 assert_eq!(again.record_at(at).ok(), Some(extra));
             }
         }
+        // A page that only passes the O(1) open (its records unchecked): reading and writing
+        // methods may return anything, but never panic.
+        if let Ok(page) = UndoPage::open_trusted(&image[..], ps) {
+            let _ = page.records().count();
+            let probe = data
+                .get(2..4)
+                .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
+            let _ = page.record_at(probe);
+            let _ = page.prev_record(probe);
+            let _ = page.log_header();
+            let mut copy = image.to_vec();
+            let mut writable = must(UndoPage::open_trusted(&mut copy[..], ps), "reopen trusted");
+            let _ = writable.append(&UndoRecord {
+                kind: UndoKind::Update,
+                space: 2,
+                undo_no: 1,
+                payload: b"trusted",
+            });
+            writable.set_cached(FIL_NULL, 1);
+            writable.reuse_as_header(7);
+            let reused = must(
+                UndoPage::open(&copy[..], ps),
+                "open a page reused as a header",
+            );
+            assert_eq!(reused.records().count(), 0);
+        }
         if let Ok(page) = TrxSysPage::open(&image[..], ps) {
             assert_eq!(page.history_first() == FIL_NULL, page.history_len() == 0);
             let _ = page.active_logs().count();
+            let _ = page.cache_first();
         }
     }
 }

@@ -19,7 +19,7 @@ use barracuda_page::trx_sys::OFF_SLOTS;
 use barracuda_page::undo::UNDO_LOG_DATA;
 use barracuda_page::FIL_HEADER_SIZE;
 
-/// The fixed fields of the transaction system page (id mark, history list, reserved).
+/// The fixed fields of the transaction system page (id mark, history list, header page cache).
 pub(crate) const TRX_SYS_FIELDS: Range<usize> = FIL_HEADER_SIZE..OFF_SLOTS;
 
 /// Slot `slot` of the transaction system page.

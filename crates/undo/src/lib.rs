@@ -13,12 +13,16 @@
 //!   of a row it sees (or none), with [`encode_version`] for what an undo record keeps.
 
 mod described;
+mod history;
 mod log;
 mod roll_ptr;
 mod version;
 mod view;
 
-pub use log::{HistoryEntry, OwnedUndoRecord, UndoLog, UndoSpace, UndoSpaceState, TRX_SYS_PAGE};
+pub use log::{
+    HistoryEntry, OwnedUndoRecord, UndoLog, UndoSpace, UndoSpaceState, CACHED_HEADER_PAGES,
+    TRX_SYS_PAGE,
+};
 pub use roll_ptr::RollPtr;
 pub use version::{decode_version, encode_version, visible_version, MAX_CHAIN};
 pub use view::{Assigned, ReadView, TrxSystem, ID_RESERVE_STEP};

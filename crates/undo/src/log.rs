@@ -4,7 +4,17 @@
 //! first, then undo log header pages, then other undo pages. A log is written only by its own
 //! transaction until it commits; after that only purge (holding the transaction system page)
 //! changes it. Readers latch one undo page at a time, shared.
+//!
+//! Undo pages come through the buffer pool, which validated each as it read it, and change only
+//! through [`UndoPage`]'s methods: the paths every row write or old-version read takes open them
+//! trusted (O(1)); the walks of a whole log (rollback, purge) validate every page they read.
+//!
+//! Purge keeps the header pages of the logs it removes (up to [`CACHED_HEADER_PAGES`]) in a
+//! cache named by the transaction system page, as InnoDB caches undo segments: a transaction
+//! starts its log in a cached page with one mini-transaction that allocates nothing, so it
+//! needs no redo commit unit and no engine-wide lock.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -13,8 +23,7 @@ use barracuda_btree::{BTreeError, LogSink, Mtr, PageAllocator, Result};
 use barracuda_buffer_pool::BufferPool;
 use barracuda_page::trx_sys::slot_count;
 use barracuda_page::{
-    PageId, PageNo, SpaceId, TrxSysPage, UndoKind, UndoLogHeader, UndoLogState, UndoPage,
-    UndoRecord, FIL_NULL,
+    PageId, PageNo, SpaceId, TrxSysPage, UndoKind, UndoLogHeader, UndoPage, UndoRecord, FIL_NULL,
 };
 
 use crate::described::{change_described, trx_sys_slot, TRX_SYS_FIELDS, UNDO_FIELDS};
@@ -22,6 +31,11 @@ use crate::roll_ptr::RollPtr;
 
 /// The transaction system page's number in the undo tablespace.
 pub const TRX_SYS_PAGE: PageNo = 1;
+
+/// At most this many purged logs' header pages are kept for new logs (4 MiB of 16 KiB pages):
+/// enough for as many transactions starting between two purge rounds; beyond it purge frees
+/// them, so a burst of writers does not keep its pages forever.
+pub const CACHED_HEADER_PAGES: u32 = 256;
 
 /// An undo record read out of a page.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,6 +95,17 @@ pub struct UndoLog {
 }
 
 impl UndoLog {
+    /// A log just started in header page `first_page`, named by `slot`: no records yet.
+    pub(crate) fn started(trx_id: u64, first_page: PageNo, slot: usize) -> Self {
+        Self {
+            trx_id,
+            first_page,
+            last_page: first_page,
+            slot,
+            records: 0,
+        }
+    }
+
     /// The transaction.
     pub fn trx_id(&self) -> u64 {
         self.trx_id
@@ -99,12 +124,15 @@ impl UndoLog {
 
 /// The undo tablespace: the transaction system page and the undo logs.
 pub struct UndoSpace {
-    pool: Arc<BufferPool>,
+    pub(crate) pool: Arc<BufferPool>,
     alloc: Arc<dyn PageAllocator>,
-    log: Arc<dyn LogSink>,
+    pub(crate) log: Arc<dyn LogSink>,
     space: SpaceId,
     /// Slots of the transaction system page that name no log.
-    free_slots: Mutex<Vec<usize>>,
+    pub(crate) free_slots: Mutex<Vec<usize>>,
+    /// Header pages in the cache (changed under the transaction system page's latch; the
+    /// newest cached page records it as its depth).
+    pub(crate) cached: AtomicU32,
 }
 
 impl std::fmt::Debug for UndoSpace {
@@ -115,7 +143,7 @@ impl std::fmt::Debug for UndoSpace {
     }
 }
 
-fn page_err(page: PageId) -> impl Fn(barracuda_page::PageError) -> BTreeError {
+pub(crate) fn page_err(page: PageId) -> impl Fn(barracuda_page::PageError) -> BTreeError {
     move |source| BTreeError::Page { page, source }
 }
 
@@ -153,6 +181,7 @@ impl UndoSpace {
             log,
             space,
             free_slots: Mutex::new(free_slots),
+            cached: AtomicU32::new(0),
         })
     }
 
@@ -165,9 +194,10 @@ impl UndoSpace {
     ) -> Result<(Self, UndoSpaceState)> {
         let id = PageId::new(space, TRX_SYS_PAGE);
         let page_size = pool.page_size();
-        let (state, free_slots) = {
+        let (state, free_slots, cache_first) = {
             let guard = pool.get_shared(id)?;
             let sys = TrxSysPage::open(&guard[..], page_size).map_err(page_err(id))?;
+            let cache_first = sys.cache_first();
             let active: Vec<(usize, PageNo)> = sys.active_logs().collect();
             let free_slots: Vec<usize> = (0..slot_count(page_size))
                 .rev()
@@ -178,7 +208,7 @@ impl UndoSpace {
                 active_logs: active.iter().map(|&(_, page)| (page, 0)).collect(),
                 history_len: sys.history_len(),
             };
-            (state, free_slots)
+            (state, free_slots, cache_first)
         };
         let undo = Self {
             pool,
@@ -186,7 +216,12 @@ impl UndoSpace {
             log,
             space,
             free_slots: Mutex::new(free_slots),
+            cached: AtomicU32::new(0),
         };
+        if cache_first != FIL_NULL {
+            let header = undo.cached_header(cache_first)?;
+            undo.cached.store(header.cache_depth, Ordering::Relaxed);
+        }
         let mut state = state;
         for (page, trx_id) in &mut state.active_logs {
             *trx_id = undo.log_header(*page)?.trx_id;
@@ -199,7 +234,7 @@ impl UndoSpace {
         self.space
     }
 
-    fn page_id(&self, page_no: PageNo) -> PageId {
+    pub(crate) fn page_id(&self, page_no: PageNo) -> PageId {
         PageId::new(self.space, page_no)
     }
 
@@ -227,11 +262,9 @@ impl UndoSpace {
         Ok(())
     }
 
-    /// Starts the undo log of transaction `trx_id`: a header page, named by a slot of the
-    /// transaction system page (so that recovery finds it if the transaction never commits).
-    pub fn begin_log(&self, trx_id: u64) -> Result<UndoLog> {
-        let slot = self
-            .free_slots
+    /// Takes a free slot of the transaction system page.
+    pub(crate) fn take_slot(&self) -> Result<usize> {
+        self.free_slots
             .lock()
             .pop()
             .ok_or_else(|| BTreeError::Allocation {
@@ -240,7 +273,14 @@ impl UndoSpace {
                     "every one of the {} undo slots is taken: that many transactions are writing",
                     slot_count(self.pool.page_size())
                 ),
-            })?;
+            })
+    }
+
+    /// Starts the undo log of transaction `trx_id` in a newly allocated header page, named by
+    /// a slot of the transaction system page. Several mini-transactions (the allocation's and
+    /// the log's): the caller makes them one redo commit unit, or a crash could leak the page.
+    pub fn begin_log(&self, trx_id: u64) -> Result<UndoLog> {
+        let slot = self.take_slot()?;
         let result = self.begin_log_in(trx_id, slot);
         if result.is_err() {
             self.free_slots.lock().push(slot);
@@ -268,13 +308,7 @@ impl UndoSpace {
         mtr.changed(sys_guard);
         mtr.changed(header);
         mtr.commit()?;
-        Ok(UndoLog {
-            trx_id,
-            first_page: page_no,
-            last_page: page_no,
-            slot,
-            records: 0,
-        })
+        Ok(UndoLog::started(trx_id, page_no, slot))
     }
 
     /// Appends `record` to `log` (numbered with the log's record count) and returns the roll
@@ -313,7 +347,7 @@ impl UndoSpace {
         let fits = {
             let target = last.as_ref().unwrap_or(&header);
             let id = target.page_id();
-            UndoPage::open(&target[..], page_size)
+            UndoPage::open_trusted(&target[..], page_size)
                 .map_err(page_err(id))?
                 .fits(&record)
         };
@@ -326,7 +360,7 @@ impl UndoSpace {
             (log.last_page, offset)
         } else {
             let placed = self.append_to_new_page(&mut mtr, &mut header, last, log, &record)?;
-            UndoPage::open(&mut header[..], page_size)
+            UndoPage::open_trusted(&mut header[..], page_size)
                 .map_err(page_err(first_id))?
                 .set_record_count(records);
             placed
@@ -373,7 +407,7 @@ impl UndoSpace {
             // counts as a change never logged.
             let target = last.as_ref().unwrap_or(&header);
             let id = target.page_id();
-            if !UndoPage::open(&target[..], page_size)
+            if !UndoPage::open_trusted(&target[..], page_size)
                 .map_err(page_err(id))?
                 .fits(&record)
             {
@@ -420,18 +454,18 @@ impl UndoSpace {
         mtr.changed(fresh);
         let first_id = self.page_id(log.first_page);
         match last {
-            None => UndoPage::open(&mut header[..], page_size)
+            None => UndoPage::open_trusted(&mut header[..], page_size)
                 .map_err(page_err(first_id))?
                 .set_next_page(new_no),
             Some(mut last) => {
                 let last_id = last.page_id();
-                UndoPage::open(&mut last[..], page_size)
+                UndoPage::open_trusted(&mut last[..], page_size)
                     .map_err(page_err(last_id))?
                     .set_next_page(new_no);
                 mtr.changed(last);
             }
         }
-        UndoPage::open(&mut header[..], page_size)
+        UndoPage::open_trusted(&mut header[..], page_size)
             .map_err(page_err(first_id))?
             .set_last_page(new_no);
         log.last_page = new_no;
@@ -442,7 +476,8 @@ impl UndoSpace {
     pub fn record(&self, ptr: RollPtr) -> Result<OwnedUndoRecord> {
         let id = self.page_id(ptr.page_no);
         let guard = self.pool.get_shared(id)?;
-        let page = UndoPage::open(&guard[..], self.pool.page_size()).map_err(page_err(id))?;
+        let page =
+            UndoPage::open_trusted(&guard[..], self.pool.page_size()).map_err(page_err(id))?;
         let record = page.record_at(ptr.offset).map_err(page_err(id))?;
         Ok(OwnedUndoRecord::of(&record))
     }
@@ -451,30 +486,47 @@ impl UndoSpace {
     pub fn log_header(&self, first_page: PageNo) -> Result<UndoLogHeader> {
         let id = self.page_id(first_page);
         let guard = self.pool.get_shared(id)?;
-        UndoPage::open(&guard[..], self.pool.page_size())
+        UndoPage::open_trusted(&guard[..], self.pool.page_size())
             .map_err(page_err(id))?
             .log_header()
             .ok_or_else(|| BTreeError::corrupt(id, "not the first page of an undo log"))
     }
 
     /// The pages of the log starting at `first_page`, in order.
-    fn log_pages(&self, first_page: PageNo) -> Result<Vec<PageNo>> {
+    pub(crate) fn log_pages(&self, first_page: PageNo) -> Result<Vec<PageNo>> {
         let mut pages = Vec::new();
+        self.walk_log(first_page, |page_no, _| {
+            pages.push(page_no);
+            Ok(())
+        })?;
+        Ok(pages)
+    }
+
+    /// Calls `visit` with each page of the log starting at `first_page`, in order, opened
+    /// and checked whole (every record). A chain that leaves the log or runs longer than any
+    /// file could is an error naming the page.
+    fn walk_log(
+        &self,
+        first_page: PageNo,
+        mut visit: impl FnMut(PageNo, &UndoPage<&[u8]>) -> Result<()>,
+    ) -> Result<()> {
         let mut next = first_page;
+        let mut walked = 0u64;
         while next != FIL_NULL {
             let id = self.page_id(next);
             let guard = self.pool.get_shared(id)?;
             let page = UndoPage::open(&guard[..], self.pool.page_size()).map_err(page_err(id))?;
-            if page.first_page() != first_page || pages.len() as u64 > u64::from(u32::MAX) {
+            walked += 1;
+            if page.first_page() != first_page || walked > u64::from(u32::MAX) {
                 return Err(BTreeError::corrupt(
                     id,
                     format!("page of another undo log in the chain of {first_page}"),
                 ));
             }
-            pages.push(next);
+            visit(next, &page)?;
             next = page.next_page();
         }
-        Ok(pages)
+        Ok(())
     }
 
     /// Every record of the log starting at `first_page`, oldest first, with its roll pointer.
@@ -483,10 +535,7 @@ impl UndoSpace {
         first_page: PageNo,
     ) -> Result<Vec<(RollPtr, OwnedUndoRecord)>> {
         let mut out = Vec::new();
-        for page_no in self.log_pages(first_page)? {
-            let id = self.page_id(page_no);
-            let guard = self.pool.get_shared(id)?;
-            let page = UndoPage::open(&guard[..], self.pool.page_size()).map_err(page_err(id))?;
+        self.walk_log(first_page, |page_no, page| {
             for (offset, record) in page.records() {
                 let ptr = RollPtr {
                     page_no,
@@ -495,17 +544,18 @@ impl UndoSpace {
                 };
                 out.push((ptr, OwnedUndoRecord::of(&record)));
             }
-        }
+            Ok(())
+        })?;
         Ok(out)
     }
 
     /// Marks `log` committed with commit number `trx_no`, frees its slot and appends it to
-    /// the history list, in one mini-transaction.
+    /// the history list, in one mini-transaction; returns the LSN its log ends at.
     #[expect(
         clippy::needless_pass_by_value,
         reason = "taken by value so that a committed log cannot take more records"
     )]
-    pub fn commit(&self, log: UndoLog, trx_no: u64) -> Result<()> {
+    pub fn commit(&self, log: UndoLog, trx_no: u64) -> Result<Option<barracuda_page::Lsn>> {
         let UndoLog {
             first_page, slot, ..
         } = log;
@@ -516,7 +566,7 @@ impl UndoSpace {
         let mut sys_guard = self.pool.get_exclusive(sys_id)?;
         let mut header = self.pool.get_exclusive(first_id)?;
         change_described(&mut mtr, &mut header, &[UNDO_FIELDS], |page| {
-            UndoPage::open(page, page_size)
+            UndoPage::open_trusted(page, page_size)
                 .map_err(page_err(first_id))?
                 .set_committed(trx_no);
             Ok(())
@@ -537,7 +587,7 @@ impl UndoSpace {
             let tail_id = self.page_id(last);
             let mut tail = self.pool.get_exclusive(tail_id)?;
             change_described(&mut mtr, &mut tail, &[UNDO_FIELDS], |page| {
-                UndoPage::open(page, page_size)
+                UndoPage::open_trusted(page, page_size)
                     .map_err(page_err(tail_id))?
                     .set_history_next(first_page);
                 Ok(())
@@ -546,9 +596,9 @@ impl UndoSpace {
         }
         mtr.changed(sys_guard);
         mtr.changed(header);
-        mtr.commit()?;
+        let end = mtr.commit()?;
         self.free_slots.lock().push(slot);
-        Ok(())
+        Ok(end)
     }
 
     /// Discards the log of a transaction whose changes were rolled back: frees its slot, then
@@ -592,93 +642,26 @@ impl UndoSpace {
                         .set_slot(slot, FIL_NULL);
                     Ok(())
                 })?;
-                mtr.changed(sys_guard);
             }
+            // A log no slot names is not this transaction's: leave its page alone.
+            let cached =
+                slot.is_some() && self.cache_header_page(&mut mtr, &mut sys_guard, first_page)?;
+            mtr.changed(sys_guard);
             mtr.commit()?;
-            slot
+            (slot, cached)
         };
+        let (freed_slot, cached) = freed_slot;
         if let Some(slot) = freed_slot {
             self.free_slots.lock().push(slot);
         }
-        self.free_pages(&pages)
+        self.free_pages(pages.get(usize::from(cached)..).unwrap_or_default())
     }
 
-    fn free_pages(&self, pages: &[PageNo]) -> Result<()> {
+    pub(crate) fn free_pages(&self, pages: &[PageNo]) -> Result<()> {
         for &page in pages.iter().rev() {
             self.alloc.free(self.page_id(page))?;
         }
         Ok(())
-    }
-
-    /// The oldest committed log not purged yet.
-    pub fn history_head(&self) -> Result<Option<HistoryEntry>> {
-        let sys_id = self.page_id(TRX_SYS_PAGE);
-        let first = {
-            let guard = self.pool.get_shared(sys_id)?;
-            TrxSysPage::open(&guard[..], self.pool.page_size())
-                .map_err(page_err(sys_id))?
-                .history_first()
-        };
-        if first == FIL_NULL {
-            return Ok(None);
-        }
-        let header = self.log_header(first)?;
-        if header.state != UndoLogState::Committed {
-            return Err(BTreeError::corrupt(
-                self.page_id(first),
-                "an undo log in the history list is not committed",
-            ));
-        }
-        Ok(Some(HistoryEntry {
-            first_page: first,
-            trx_id: header.trx_id,
-            trx_no: header.trx_no,
-        }))
-    }
-
-    /// Committed logs waiting for purge (InnoDB's history list length).
-    pub fn history_len(&self) -> Result<u32> {
-        let sys_id = self.page_id(TRX_SYS_PAGE);
-        let guard = self.pool.get_shared(sys_id)?;
-        Ok(TrxSysPage::open(&guard[..], self.pool.page_size())
-            .map_err(page_err(sys_id))?
-            .history_len())
-    }
-
-    /// Removes the head of the history list — which must be `first_page`, the log purge just
-    /// processed — and frees its pages.
-    pub fn remove_history_head(&self, first_page: PageNo) -> Result<()> {
-        let page_size = self.pool.page_size();
-        let pages = self.log_pages(first_page)?;
-        let next = self.log_header(first_page)?.history_next;
-        let sys_id = self.page_id(TRX_SYS_PAGE);
-        {
-            let mut mtr = Mtr::new(self.log.as_ref());
-            let mut sys_guard = self.pool.get_exclusive(sys_id)?;
-            let head = TrxSysPage::open(&sys_guard[..], page_size)
-                .map_err(page_err(sys_id))?
-                .history_first();
-            if head != first_page {
-                return Err(BTreeError::corrupt(
-                    sys_id,
-                    format!("history list head is {head}, not {first_page}"),
-                ));
-            }
-            change_described(&mut mtr, &mut sys_guard, &[TRX_SYS_FIELDS], |page| {
-                let mut sys = TrxSysPage::open(page, page_size).map_err(page_err(sys_id))?;
-                let len = sys.history_len().saturating_sub(1);
-                if len == 0 || next == FIL_NULL {
-                    sys.set_history(FIL_NULL, FIL_NULL, 0);
-                } else {
-                    let last = sys.history_last();
-                    sys.set_history(next, last, len);
-                }
-                Ok(())
-            })?;
-            mtr.changed(sys_guard);
-            mtr.commit()?;
-        }
-        self.free_pages(&pages)
     }
 }
 
@@ -698,7 +681,7 @@ fn append_described<'g>(
     let len = barracuda_page::undo::UNDO_RECORD_HEADER + record.payload.len();
     let free_of = |g: &barracuda_buffer_pool::ExclusiveGuard<'_>, page_size| {
         let id = g.page_id();
-        UndoPage::open(&g[..], page_size)
+        UndoPage::open_trusted(&g[..], page_size)
             .map(|p| usize::from(p.free()))
             .map_err(page_err(id))
     };
@@ -713,7 +696,8 @@ fn append_described<'g>(
         None => {
             let free = free_of(header, page_size)?;
             change_described(mtr, header, &[UNDO_FIELDS, free..free + len], |page| {
-                let mut page = UndoPage::open(page, page_size).map_err(page_err(header_id))?;
+                let mut page =
+                    UndoPage::open_trusted(page, page_size).map_err(page_err(header_id))?;
                 let offset = page.append(record).map_err(page_err(header_id))?;
                 page.set_record_count(records);
                 Ok(offset)
@@ -723,13 +707,13 @@ fn append_described<'g>(
             let last_id = last.page_id();
             let free = free_of(last, page_size)?;
             let offset = change_described(mtr, last, &[UNDO_FIELDS, free..free + len], |page| {
-                UndoPage::open(page, page_size)
+                UndoPage::open_trusted(page, page_size)
                     .map_err(page_err(last_id))?
                     .append(record)
                     .map_err(page_err(last_id))
             })?;
             change_described(mtr, header, &[UNDO_FIELDS], |page| {
-                UndoPage::open(page, page_size)
+                UndoPage::open_trusted(page, page_size)
                     .map_err(page_err(header_id))?
                     .set_record_count(records);
                 Ok(())

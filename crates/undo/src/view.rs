@@ -35,8 +35,9 @@ struct State {
     reserved_below: u64,
     /// Read-write transactions that have not committed or rolled back.
     active: BTreeSet<u64>,
-    /// Open read views: serial → the counter when the view opened (its `low_limit_no`).
-    views: BTreeMap<u64, u64>,
+    /// Open read views: serial → the counter when the view opened (its `low_limit_no`) and
+    /// the ids active then (shared with the view).
+    views: BTreeMap<u64, (u64, Arc<[u64]>)>,
     next_view: u64,
 }
 
@@ -177,7 +178,7 @@ impl TrxSystem {
     pub fn read_view(&self, creator: u64) -> ReadView {
         let mut state = self.state.lock();
         let low_limit_id = state.next;
-        let active: Box<[u64]> = state
+        let active: Arc<[u64]> = state
             .active
             .iter()
             .copied()
@@ -185,7 +186,7 @@ impl TrxSystem {
             .collect();
         let serial = state.next_view;
         state.next_view += 1;
-        state.views.insert(serial, low_limit_id);
+        state.views.insert(serial, (low_limit_id, active.clone()));
         ReadView {
             creator: AtomicU64::new(creator),
             low_limit_id,
@@ -199,7 +200,25 @@ impl TrxSystem {
     /// (the versions before them) is needed by no reader: purge may remove it.
     pub fn purge_limit(&self) -> u64 {
         let state = self.state.lock();
-        state.views.values().copied().min().unwrap_or(state.next)
+        state
+            .views
+            .values()
+            .map(|&(low, _)| low)
+            .min()
+            .unwrap_or(state.next)
+    }
+
+    /// Whether the changes of transaction `id`, which has ended, are seen by every open view
+    /// (and so by every view opened from now on): no reader needs a version older than its.
+    /// Exact, unlike a comparison with [`purge_limit`](Self::purge_limit): a transaction
+    /// that purge has passed is seen by every view.
+    pub fn all_views_see(&self, id: u64) -> bool {
+        let state = self.state.lock();
+        !state.active.contains(&id)
+            && state
+                .views
+                .values()
+                .all(|(low, active)| id < *low && active.binary_search(&id).is_err())
     }
 
     /// Transactions active now.
@@ -230,7 +249,7 @@ pub struct ReadView {
     /// Ids below this had committed when the view opened: visible.
     up_limit_id: u64,
     /// Ids active when the view opened (sorted): invisible.
-    active: Box<[u64]>,
+    active: Arc<[u64]>,
     registration: Option<(Arc<Mutex<State>>, u64)>,
 }
 
@@ -242,7 +261,7 @@ impl ReadView {
             creator: AtomicU64::new(0),
             low_limit_id: u64::MAX,
             up_limit_id: u64::MAX,
-            active: Box::new([]),
+            active: Arc::new([]),
             registration: None,
         }
     }
@@ -314,6 +333,22 @@ mod tests {
         drop(old);
         assert!(sys.purge_limit() > no);
         assert_eq!(sys.view_count(), 0);
+    }
+
+    #[test]
+    fn a_transaction_is_seen_by_all_views_once_no_view_opened_while_it_was_active() {
+        let sys = TrxSystem::new(1);
+        let old = sys.begin().value;
+        let t = sys.begin().value;
+        assert!(!sys.all_views_see(t), "still active");
+        let during = sys.read_view(0);
+        sys.commit(t);
+        let after = sys.read_view(0);
+        assert!(!sys.all_views_see(t), "a view opened while it was active");
+        drop(during);
+        assert!(sys.all_views_see(t));
+        // An older transaction still active does not matter: `t` committed before `after`.
+        assert!(!sys.all_views_see(old) && after.sees(t));
     }
 
     #[test]

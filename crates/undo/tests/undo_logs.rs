@@ -1,6 +1,6 @@
 //! Undo logs through a buffer pool: records read back by roll pointer in both orders across
 //! pages, logs found active until they commit, the history list in commit order, and pages
-//! given back when a log is purged or discarded.
+//! given back when a log is purged or discarded (its header page kept for the next log).
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 use std::sync::Arc;
@@ -129,8 +129,81 @@ fn a_log_is_active_until_commit_then_in_the_history_in_commit_order() {
     undo.remove_history_head(a_first).unwrap();
     assert_eq!(undo.history_head().unwrap(), None);
     assert_eq!(undo.history_len().unwrap(), 0);
-    // Only the transaction system page is still allocated.
-    assert_eq!(fx.alloc.allocated_pages(SPACE), 1);
+    // The transaction system page, and the two purged logs' header pages in the cache.
+    assert_eq!(fx.alloc.allocated_pages(SPACE), 3);
+    assert_eq!(undo.cached_header_pages(), 2);
+}
+
+/// Purge keeps a removed log's header page (its other pages freed) for the next log, which
+/// starts in it without allocating; the cache survives a reopen; beyond its limit purge frees.
+#[test]
+fn purged_header_pages_are_cached_and_reused_by_new_logs() {
+    let fx = Fixture::new();
+    let undo = fx.create();
+    assert_eq!(
+        undo.begin_cached_log(1).unwrap().map(|l| l.first_page()),
+        None
+    );
+    // A log of several pages: only its header page is kept.
+    let mut big = undo.begin_log(2).unwrap();
+    for _ in 0..20 {
+        undo.append(&mut big, UndoKind::Update, 1, &[7u8; 500])
+            .unwrap();
+    }
+    let big_first = big.first_page();
+    undo.commit(big, 3).unwrap();
+    assert!(fx.alloc.allocated_pages(SPACE) > 3);
+    undo.remove_history_head(big_first).unwrap();
+    assert_eq!(fx.alloc.allocated_pages(SPACE), 2);
+    assert_eq!(undo.cached_header_pages(), 1);
+
+    // Reopened, the cache is still there; a new log starts in the cached page, empty.
+    let (undo, _) = fx.reopen();
+    assert_eq!(undo.cached_header_pages(), 1);
+    let mut log = undo.begin_cached_log(4).unwrap().unwrap();
+    assert_eq!(log.first_page(), big_first);
+    assert_eq!(undo.cached_header_pages(), 0);
+    assert_eq!(fx.alloc.allocated_pages(SPACE), 2, "nothing allocated");
+    assert!(undo.records_oldest_first(big_first).unwrap().is_empty());
+    let header = undo.log_header(big_first).unwrap();
+    assert_eq!(
+        (
+            header.trx_id,
+            header.state,
+            header.records,
+            header.cache_depth
+        ),
+        (4, barracuda_page::UndoLogState::Active, 0, 0)
+    );
+    let ptr = undo.append(&mut log, UndoKind::Insert, 1, b"k").unwrap();
+    assert_eq!(undo.record(ptr).unwrap().payload, b"k");
+    let (_, state) = fx.reopen();
+    assert_eq!(state.active_logs, vec![(big_first, 4)]);
+    assert_eq!(
+        undo.begin_cached_log(5).unwrap().map(|l| l.first_page()),
+        None
+    );
+
+    // Past the limit, purged header pages are freed.
+    let limit = barracuda_undo::CACHED_HEADER_PAGES;
+    undo.discard(log).unwrap();
+    let logs: Vec<_> = (0..=limit)
+        .map(|i| undo.begin_log(100 + u64::from(i)).unwrap())
+        .collect();
+    let firsts: Vec<_> = logs
+        .iter()
+        .map(barracuda_undo::UndoLog::first_page)
+        .collect();
+    for (i, log) in logs.into_iter().enumerate() {
+        undo.commit(log, 1000 + i as u64).unwrap();
+    }
+    for first in firsts {
+        undo.remove_history_head(first).unwrap();
+    }
+    assert_eq!(undo.cached_header_pages(), limit);
+    assert_eq!(fx.alloc.allocated_pages(SPACE), 1 + u64::from(limit));
+    let (undo, _) = fx.reopen();
+    assert_eq!(undo.cached_header_pages(), limit);
 }
 
 #[test]
@@ -144,7 +217,9 @@ fn a_discarded_log_frees_its_slot_and_pages() {
     }
     assert!(fx.alloc.allocated_pages(SPACE) > 3);
     undo.discard(log).unwrap();
-    assert_eq!(fx.alloc.allocated_pages(SPACE), 1);
+    // The header page stays, cached for the next log.
+    assert_eq!(fx.alloc.allocated_pages(SPACE), 2);
+    assert_eq!(undo.cached_header_pages(), 1);
     assert!(fx.reopen().1.active_logs.is_empty());
 }
 
@@ -163,7 +238,12 @@ fn a_recovered_active_log_is_discarded_by_its_page() {
     assert_eq!(records.len(), 1);
     undo.discard_recovered(first).unwrap();
     assert!(fx.reopen().1.active_logs.is_empty());
-    assert_eq!(fx.alloc.allocated_pages(SPACE), 1);
+    assert_eq!(
+        fx.alloc.allocated_pages(SPACE),
+        2,
+        "its header page is cached"
+    );
+    assert_eq!(undo.cached_header_pages(), 1);
 }
 
 #[test]

@@ -93,6 +93,8 @@ pub enum PageBody {
         history_len: u32,
         /// Undo logs of transactions that have not committed.
         active_logs: usize,
+        /// The newest cached undo log header page, `FIL_NULL` when none.
+        cache_first: PageNo,
     },
     /// A page freed by the B-tree.
     Free,
@@ -256,6 +258,7 @@ fn decode_body(page_type: PageType, page_no: PageNo, page_size: PageSize, buf: &
                 max_trx_id: page.max_trx_id(),
                 history_len: page.history_len(),
                 active_logs: page.active_logs().count(),
+                cache_first: page.cache_first(),
             },
             Err(e) => undecodable(e),
         },
@@ -372,10 +375,12 @@ impl fmt::Display for PageView {
                 max_trx_id,
                 history_len,
                 active_logs,
+                cache_first,
             } => writeln!(
                 f,
                 "transaction system: ids below {max_trx_id}, history list length {history_len}, \
-                 {active_logs} active undo logs"
+                 {active_logs} active undo logs, newest cached header page {}",
+                page_no_text(*cache_first)
             ),
             PageBody::Catalog { page } => {
                 writeln!(

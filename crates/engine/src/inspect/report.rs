@@ -87,11 +87,13 @@ impl fmt::Display for CheckReport {
         if let Some(u) = &self.undo {
             writeln!(
                 f,
-                "  {:<24} {:>8} pages  history list {}, {} active logs, {} log pages, ids below {}",
+                "  {:<24} {:>8} pages  history list {}, {} active logs, {} cached header \
+                 pages, {} log pages, ids below {}",
                 "(undo tablespace)",
                 u.file_pages,
                 u.history_list_length,
                 u.active_logs,
+                u.cached_header_pages,
                 u.log_pages,
                 u.max_trx_id
             )?;
@@ -123,7 +125,9 @@ pub struct UndoReport {
     pub history_list_length: u32,
     /// Logs of transactions that never committed (the next open rolls them back).
     pub active_logs: u32,
-    /// Pages reached from the logs.
+    /// Purged logs' header pages kept for new logs.
+    pub cached_header_pages: u32,
+    /// Pages reached from the logs and the cache of header pages.
     pub log_pages: u32,
     /// Pages that failed verification or could not be decoded.
     pub bad_pages: u32,

@@ -1,6 +1,6 @@
 //! Checking the undo tablespace offline: its allocation bitmaps, every page verified and
 //! decoded by its type, the transaction system page, every undo log it names (the active slots
-//! and the history list) walked page by page, and the bitmaps against the pages those logs
+//! and the history list) and its cache of header pages walked page by page, and the bitmaps against the pages those logs
 //! reach. Every walk is bounded by the file's page count, so a crafted loop ends.
 
 use std::path::Path;
@@ -118,6 +118,7 @@ pub(super) fn scan_undo(
             ),
         ));
     }
+    report.cached_header_pages = walk.cache(sys.cache_first());
     report.log_pages = reached.iter().filter(|&&r| r).count() as u32;
 
     // Bitmaps against the logs: an undo page no log reaches has leaked.
@@ -267,6 +268,48 @@ impl LogWalk<'_> {
             page_no = page.next_page();
         }
         history_next
+    }
+
+    /// Walks the cache of header pages from `first`: each a header page in state `Cached`
+    /// whose depth is one less than the page before it, down to 1 at the end. Returns how many
+    /// it found.
+    fn cache(&mut self, first: PageNo) -> u32 {
+        let page_size = self.reader.page_size;
+        let (mut next, mut found) = (first, 0u32);
+        let mut depth_expected = None;
+        while next != FIL_NULL && found <= self.reader.pages {
+            found += 1;
+            let page_no = next;
+            if self
+                .log(page_no, UndoLogState::Cached, "the header page cache")
+                .is_none()
+            {
+                return found;
+            }
+            let header = self
+                .reader
+                .read(page_no)
+                .ok()
+                .and_then(|buf| UndoPage::open(&buf[..], page_size).ok()?.log_header());
+            let Some(header) = header else {
+                return found;
+            };
+            let expected = depth_expected.unwrap_or(header.cache_depth);
+            let end = header.history_next == FIL_NULL;
+            if header.cache_depth != expected || (end && header.cache_depth != 1) {
+                self.problem(
+                    page_no,
+                    format!(
+                        "cached header page at depth {}, where the cache list puts it at {}",
+                        header.cache_depth,
+                        if end { 1 } else { expected }
+                    ),
+                );
+            }
+            depth_expected = Some(header.cache_depth.saturating_sub(1));
+            next = header.history_next;
+        }
+        found
     }
 
     fn problem(&mut self, page_no: PageNo, reason: String) {
