@@ -285,36 +285,51 @@ impl Mvcc {
         Ok(purged.len())
     }
 
-    /// What purging the log `entry` does to rows (see [`purge_logs`](Self::purge_logs)).
+    /// What purging the log `entry` does to rows (see [`purge_logs`](Self::purge_logs)), one
+    /// undo page of records in memory at a time (a transaction of millions of rows has
+    /// megabytes of undo).
     fn purge_rows_of(
         &self,
         entry: &barracuda_undo::HistoryEntry,
         tree_of: &dyn Fn(u32) -> Option<BTree>,
     ) -> std::result::Result<(), barracuda_btree::BTreeError> {
-        for (ptr, record) in self.undo.records_oldest_first(entry.first_page)? {
-            let Some(tree) = tree_of(record.space) else {
-                continue;
-            };
-            let at = barracuda_page::PageId::new(UNDO_SPACE_ID, ptr.page_no);
-            match record.kind {
-                UndoKind::Insert => {}
-                UndoKind::Update => {
-                    // The version this transaction replaced: no view needs it any more.
-                    let (_, old) = decode_version(&record.payload, at)?;
-                    tree.free_stored(&old.value)?;
+        for page in self.undo.log_pages(entry.first_page)? {
+            for (ptr, record) in self.undo.records_on_page(entry.first_page, page)? {
+                if let Some(tree) = tree_of(record.space) {
+                    self.purge_record(&tree, entry.trx_id, ptr, &record)?;
                 }
-                UndoKind::DeleteMark => {
-                    let (key, _) = decode_version(&record.payload, at)?;
-                    // Only if still marked by this transaction: a writer may have revived the
-                    // row since (checked under the latch that removes it).
-                    let (trx_id, roll_ptr) = (entry.trx_id, ptr.to_u64());
-                    let still_marked = |now: SysFields| {
-                        now.deleted && now.trx_id == trx_id && now.roll_ptr == roll_ptr
-                    };
-                    if let Some(removed) = tree.remove_stored_if(&key, &still_marked)? {
-                        tree.free_stored(&removed.value)?;
-                        self.purge.rows_removed.fetch_add(1, Ordering::Relaxed);
-                    }
+            }
+        }
+        Ok(())
+    }
+
+    /// Purges what one undo record of committed transaction `trx_id` left in `tree`.
+    fn purge_record(
+        &self,
+        tree: &BTree,
+        trx_id: u64,
+        ptr: RollPtr,
+        record: &barracuda_undo::OwnedUndoRecord,
+    ) -> std::result::Result<(), barracuda_btree::BTreeError> {
+        let at = barracuda_page::PageId::new(UNDO_SPACE_ID, ptr.page_no);
+        match record.kind {
+            UndoKind::Insert => {}
+            UndoKind::Update => {
+                // The version this transaction replaced: no view needs it any more.
+                let (_, old) = decode_version(&record.payload, at)?;
+                tree.free_stored(&old.value)?;
+            }
+            UndoKind::DeleteMark => {
+                let (key, _) = decode_version(&record.payload, at)?;
+                // Only if still marked by this transaction: a writer may have revived the row
+                // since (checked under the latch that removes it).
+                let roll_ptr = ptr.to_u64();
+                let still_marked = |now: SysFields| {
+                    now.deleted && now.trx_id == trx_id && now.roll_ptr == roll_ptr
+                };
+                if let Some(removed) = tree.remove_stored_if(&key, &still_marked)? {
+                    tree.free_stored(&removed.value)?;
+                    self.purge.rows_removed.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }

@@ -46,10 +46,9 @@ pub(crate) fn roll_back(inner: &EngineInner, trx_id: u64, log: LogToRollBack) ->
 
 fn roll_back_inner(inner: &EngineInner, trx_id: u64, log: LogToRollBack) -> Result<u64> {
     let mvcc = &inner.mvcc;
-    let records = mvcc
-        .undo
-        .records_oldest_first(log.first_page())
-        .map_err(|e| Error::table("(undo tablespace)", e))?;
+    let undo_err = |e| Error::table("(undo tablespace)", e);
+    let first = log.first_page();
+    let pages = mvcc.undo.log_pages(first).map_err(undo_err)?;
     let trees: HashMap<u32, BTree> = inner
         .tables
         .read()
@@ -57,18 +56,23 @@ fn roll_back_inner(inner: &EngineInner, trx_id: u64, log: LogToRollBack) -> Resu
         .map(|t| (t.tree.space(), t.tree.clone()))
         .collect();
     let mut undone = 0u64;
-    for (ptr, record) in records.iter().rev() {
-        // A record of a dropped table: its rows went with the file.
-        let Some(tree) = trees.get(&record.space) else {
-            continue;
-        };
-        // Room for the restored version and a split it may cause.
-        let redo = 2 * record.payload.len() as u64 + 512;
-        inner.in_unit(redo, OnFailure::Poison, || {
-            crate::mvcc::undo_one(&mvcc.trx, tree, trx_id, *ptr, record)
-                .map_err(|e| Error::table(&tree_name(inner, record.space), e))
-        })?;
-        undone += 1;
+    // Newest first, one page of records in memory at a time (a transaction of millions of
+    // rows has megabytes of undo).
+    for &page in pages.iter().rev() {
+        let records = mvcc.undo.records_on_page(first, page).map_err(undo_err)?;
+        for (ptr, record) in records.iter().rev() {
+            // A record of a dropped table: its rows went with the file.
+            let Some(tree) = trees.get(&record.space) else {
+                continue;
+            };
+            // Room for the restored version and a split it may cause.
+            let redo = 2 * record.payload.len() as u64 + 512;
+            inner.in_unit(redo, OnFailure::Poison, || {
+                crate::mvcc::undo_one(&mvcc.trx, tree, trx_id, *ptr, record)
+                    .map_err(|e| Error::table(&tree_name(inner, record.space), e))
+            })?;
+            undone += 1;
+        }
     }
     inner.in_unit(512, OnFailure::Poison, || {
         let discarded = match log {

@@ -15,6 +15,7 @@
 mod described;
 mod history;
 mod log;
+mod read;
 mod roll_ptr;
 mod version;
 mod view;

@@ -23,7 +23,7 @@ use barracuda_btree::{BTreeError, LogSink, Mtr, PageAllocator, Result};
 use barracuda_buffer_pool::BufferPool;
 use barracuda_page::trx_sys::slot_count;
 use barracuda_page::{
-    PageId, PageNo, SpaceId, TrxSysPage, UndoKind, UndoLogHeader, UndoPage, UndoRecord, FIL_NULL,
+    PageId, PageNo, SpaceId, TrxSysPage, UndoKind, UndoPage, UndoRecord, FIL_NULL,
 };
 
 use crate::described::{change_described, trx_sys_slot, TRX_SYS_FIELDS, UNDO_FIELDS};
@@ -51,7 +51,7 @@ pub struct OwnedUndoRecord {
 }
 
 impl OwnedUndoRecord {
-    fn of(record: &UndoRecord<'_>) -> Self {
+    pub(crate) fn of(record: &UndoRecord<'_>) -> Self {
         Self {
             kind: record.kind,
             space: record.space,
@@ -470,83 +470,6 @@ impl UndoSpace {
             .set_last_page(new_no);
         log.last_page = new_no;
         Ok((new_no, offset))
-    }
-
-    /// The undo record a roll pointer names.
-    pub fn record(&self, ptr: RollPtr) -> Result<OwnedUndoRecord> {
-        let id = self.page_id(ptr.page_no);
-        let guard = self.pool.get_shared(id)?;
-        let page =
-            UndoPage::open_trusted(&guard[..], self.pool.page_size()).map_err(page_err(id))?;
-        let record = page.record_at(ptr.offset).map_err(page_err(id))?;
-        Ok(OwnedUndoRecord::of(&record))
-    }
-
-    /// The header of the log starting at `first_page`.
-    pub fn log_header(&self, first_page: PageNo) -> Result<UndoLogHeader> {
-        let id = self.page_id(first_page);
-        let guard = self.pool.get_shared(id)?;
-        UndoPage::open_trusted(&guard[..], self.pool.page_size())
-            .map_err(page_err(id))?
-            .log_header()
-            .ok_or_else(|| BTreeError::corrupt(id, "not the first page of an undo log"))
-    }
-
-    /// The pages of the log starting at `first_page`, in order.
-    pub(crate) fn log_pages(&self, first_page: PageNo) -> Result<Vec<PageNo>> {
-        let mut pages = Vec::new();
-        self.walk_log(first_page, |page_no, _| {
-            pages.push(page_no);
-            Ok(())
-        })?;
-        Ok(pages)
-    }
-
-    /// Calls `visit` with each page of the log starting at `first_page`, in order, opened
-    /// and checked whole (every record). A chain that leaves the log or runs longer than any
-    /// file could is an error naming the page.
-    fn walk_log(
-        &self,
-        first_page: PageNo,
-        mut visit: impl FnMut(PageNo, &UndoPage<&[u8]>) -> Result<()>,
-    ) -> Result<()> {
-        let mut next = first_page;
-        let mut walked = 0u64;
-        while next != FIL_NULL {
-            let id = self.page_id(next);
-            let guard = self.pool.get_shared(id)?;
-            let page = UndoPage::open(&guard[..], self.pool.page_size()).map_err(page_err(id))?;
-            walked += 1;
-            if page.first_page() != first_page || walked > u64::from(u32::MAX) {
-                return Err(BTreeError::corrupt(
-                    id,
-                    format!("page of another undo log in the chain of {first_page}"),
-                ));
-            }
-            visit(next, &page)?;
-            next = page.next_page();
-        }
-        Ok(())
-    }
-
-    /// Every record of the log starting at `first_page`, oldest first, with its roll pointer.
-    pub fn records_oldest_first(
-        &self,
-        first_page: PageNo,
-    ) -> Result<Vec<(RollPtr, OwnedUndoRecord)>> {
-        let mut out = Vec::new();
-        self.walk_log(first_page, |page_no, page| {
-            for (offset, record) in page.records() {
-                let ptr = RollPtr {
-                    page_no,
-                    offset,
-                    insert: record.kind == UndoKind::Insert,
-                };
-                out.push((ptr, OwnedUndoRecord::of(&record)));
-            }
-            Ok(())
-        })?;
-        Ok(out)
     }
 
     /// Marks `log` committed with commit number `trx_no`, frees its slot and appends it to
