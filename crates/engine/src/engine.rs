@@ -88,6 +88,9 @@ pub(crate) struct EngineInner {
     /// cached page are single mtrs and do not take it. Held for one change, never across a
     /// lock wait or a log sync.
     pub(crate) unit_lock: Mutex<()>,
+    /// Lone mtrs stop joining an open unit once it has this many mtrs and wait for its end
+    /// (see `EngineInner::check_writable_for_lone_mtr`): a sixteenth of the pool's frames.
+    pub(crate) lone_join_limit: u32,
     pub(crate) read_only: Mutex<Option<String>>,
     /// Set (after `read_only`) when the engine turns read-only: what every write checks first,
     /// without the mutex, which two writers would otherwise pass between them at every row.
@@ -278,6 +281,8 @@ impl Engine {
             wait_timeout: options.lock_wait_timeout,
             deadlock_detect: options.deadlock_detect,
         });
+        let lone_join_limit =
+            u32::try_from((pool.capacity_pages() / 16).max(2)).unwrap_or(u32::MAX);
         let engine = Self {
             inner: Arc::new(EngineInner {
                 serial,
@@ -295,6 +300,7 @@ impl Engine {
                 catalog,
                 tables: RwLock::new(tables),
                 unit_lock: Mutex::new(()),
+                lone_join_limit,
                 read_only: Mutex::new(None),
                 read_only_set: AtomicBool::new(false),
                 counters: Counters::default(),

@@ -26,7 +26,7 @@
 //! [`checkpoint_limit`]: RedoSink::checkpoint_limit
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -75,6 +75,9 @@ pub(crate) struct RedoSink {
     unit_closed_signal: Condvar,
     /// Set when the engine turned read-only: the open unit, if any, never closes.
     abandoned: AtomicBool,
+    /// Mtrs appended to the open unit so far (its own and lone mtrs that joined it); 0 when
+    /// none is open. Read without a lock by [`unit_mtrs`](Self::unit_mtrs).
+    unit_mtrs: AtomicU32,
 }
 
 /// The mtrs between getting their LSN range and having their pages on the flush list, by start
@@ -141,6 +144,7 @@ impl RedoSink {
             last_closed: AtomicU64::new(end),
             unit_closed_signal: Condvar::new(),
             abandoned: AtomicBool::new(false),
+            unit_mtrs: AtomicU32::new(0),
         }
     }
 
@@ -168,6 +172,7 @@ impl RedoSink {
         self.barrier
             .store(self.log.current_lsn() + 1, Ordering::SeqCst);
         *unit = Some(OpenUnit { last: None });
+        self.unit_mtrs.store(0, Ordering::Relaxed);
         let mut sets = self.stealable.lock();
         sets.0.clear();
         sets.1.clear();
@@ -181,6 +186,7 @@ impl RedoSink {
         let Some(open) = unit.take() else {
             return Ok(None);
         };
+        self.unit_mtrs.store(0, Ordering::Relaxed);
         let Some(last) = open.last else {
             self.barrier.store(Lsn::MAX, Ordering::SeqCst);
             return Ok(None);
@@ -273,6 +279,15 @@ impl RedoSink {
             }
         }
         Some(self.durable_lsn_for_page(end))
+    }
+
+    /// Mtrs appended to the open unit so far, 0 when none is open. Every page they changed is
+    /// held in the pool until the unit ends (the write barrier), so lone mtrs stop joining a
+    /// unit that has many ([`EngineInner::check_writable_for_lone_mtr`]).
+    ///
+    /// [`EngineInner::check_writable_for_lone_mtr`]: crate::engine::EngineInner::check_writable_for_lone_mtr
+    pub(crate) fn unit_mtrs(&self) -> u32 {
+        self.unit_mtrs.load(Ordering::Relaxed)
     }
 
     /// The engine turned read-only: the open unit, if any, will not close; wakes every
@@ -416,7 +431,10 @@ impl LogSink for RedoSink {
                 .map_err(|e| BTreeError::Log(e.to_string()))?;
             registered.register(range.0);
             match unit.as_mut() {
-                Some(open) => open.last = Some(range),
+                Some(open) => {
+                    open.last = Some(range);
+                    self.unit_mtrs.fetch_add(1, Ordering::Relaxed);
+                }
                 None => self.unit_closed(range.1),
             }
             range

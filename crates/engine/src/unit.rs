@@ -31,12 +31,32 @@ pub(crate) enum OnFailure {
 
 impl EngineInner {
     /// Before a lone mini-transaction (no unit, no unit lock): fails if the engine turned
-    /// read-only, then makes room in the log for about `redo_bytes`.
+    /// read-only, waits for the open unit to end if it already has many mtrs, then makes room
+    /// in the log for about `redo_bytes`.
+    ///
+    /// A lone mtr appended while another thread's unit is open joins it, and the pages it
+    /// changes cannot be written until the unit ends. In a small pool, threads committing
+    /// small transactions around one long unit (a split that waits for frames, a purge batch)
+    /// could fill every frame with such pages, and the unit would fail for want of one
+    /// (`TransactionTooLarge`; the SIGKILL test found it with 32 frames). So a lone mtr joins
+    /// a unit only while it has fewer than [`EngineInner::lone_join_limit`] mtrs — a sixteenth
+    /// of the pool's frames, each mtr changing a few pages — and otherwise waits for its end
+    /// (it holds no latch, and units never wait for row locks, so the wait cannot close a
+    /// cycle). In a pool of thousands of frames the limit is never reached.
     pub(crate) fn check_writable_for_lone_mtr(&self, redo_bytes: u64) -> Result<()> {
         if let Some(why) = self.read_only_reason() {
             return Err(Error::ReadOnly(why));
         }
+        if self.lone_mtr_must_wait() {
+            drop(self.unit_lock.lock());
+        }
         self.make_log_room(redo_bytes)
+    }
+
+    /// Whether a lone mtr must wait for the open unit to end before it starts (see
+    /// [`check_writable_for_lone_mtr`](Self::check_writable_for_lone_mtr)).
+    fn lone_mtr_must_wait(&self) -> bool {
+        self.log.unit_mtrs() >= self.lone_join_limit
     }
 
     /// Runs `change` as one redo commit unit under the unit lock, after making room in the log
@@ -77,5 +97,45 @@ impl EngineInner {
                 Err(err)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use barracuda_page::PageSize;
+
+    use crate::{Engine, EngineOptions};
+
+    /// In a pool of 32 frames a lone mtr joins an open unit while the unit has fewer than two
+    /// mtrs, then must wait for its end; with no unit open it never waits.
+    #[test]
+    fn lone_mtrs_stop_joining_a_unit_that_holds_many_pages() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let db = Engine::open(
+            tmp.path(),
+            EngineOptions::default()
+                .page_size(PageSize::K4)
+                .buffer_pool_bytes(32 * 4096)
+                .background_purge(false),
+        )
+        .expect("open");
+        let inner = &db.inner;
+        assert_eq!(inner.lone_join_limit, 2);
+        assert!(!inner.lone_mtr_must_wait(), "no unit open");
+        let mtrs_in_unit = std::cell::Cell::new(Vec::new());
+        let ((), _) = inner
+            .in_unit(0, super::OnFailure::Close, || {
+                let mut seen = vec![inner.lone_mtr_must_wait()];
+                // Each raise of the id mark is one mtr appended to the unit.
+                for to in [1_000, 2_000, 3_000] {
+                    inner.mvcc.undo.raise_max_trx_id(to).expect("raise");
+                    seen.push(inner.lone_mtr_must_wait());
+                }
+                mtrs_in_unit.set(seen);
+                Ok(())
+            })
+            .expect("unit");
+        assert_eq!(mtrs_in_unit.take(), vec![false, false, true, true]);
+        assert!(!inner.lone_mtr_must_wait(), "the unit ended");
     }
 }
