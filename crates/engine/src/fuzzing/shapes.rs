@@ -135,7 +135,7 @@ pub(crate) fn generate(index: usize) -> Result<Shape> {
                 }
             }
         }
-        std::mem::forget(tx);
+        tx.abandon_as_if_crashed();
         drop(db);
     }
 
