@@ -154,14 +154,27 @@ fn large_values_survive_reopen_through_a_tiny_pool() {
         db.put(&t, b"mid", &vec![5u8; 100_000]).unwrap();
         db.close().unwrap();
     }
-    let db = small(dir.path());
+    // Without background purge: purging the delete below frees the 64 MiB chain (16,384
+    // pages) inside one redo commit unit, and freed pages stay in the pool until the unit
+    // ends — more than 64 frames hold, so purge fails and turns the engine read-only (a known
+    // limit, issue 11's notes). Purge used to run after this test's last check by luck of
+    // timing; since commits no longer take the unit lock, the delete's commit can land inside
+    // purge's unit and report its failure.
+    let db = Engine::open(
+        dir.path(),
+        EngineOptions::default()
+            .page_size(PageSize::K4)
+            .buffer_pool_bytes(64 * 4096)
+            .background_purge(false),
+    )
+    .unwrap();
     let t = db.table("blobs").unwrap();
     assert_eq!(db.get(&t, b"huge").unwrap().unwrap(), sixty_four_mib);
     assert_eq!(db.get(&t, b"mid").unwrap().unwrap(), vec![5u8; 100_000]);
     db.delete(&t, b"huge").unwrap();
     let stats = db.check_table(&t).unwrap();
-    // The deleted row is delete-marked until purge removes it (in the background: either).
-    assert_eq!(stats.records - stats.delete_marked, 1);
+    // The deleted row is delete-marked until purge removes it.
+    assert_eq!((stats.records, stats.delete_marked), (2, 1));
 }
 
 #[test]
