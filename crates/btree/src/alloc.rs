@@ -14,4 +14,14 @@ pub trait PageAllocator: Send + Sync {
 
     /// Returns a page to the free pool of its tablespace.
     fn free(&self, page: PageId) -> Result<()>;
+
+    /// Returns many pages to the free pool, in as few mini-transactions as the implementation
+    /// can (the engine's: one per few allocation bitmaps). Freeing changes only allocation
+    /// state, never the pages themselves: their content stays as it was until they are
+    /// allocated again, so freeing a chain far larger than the buffer pool needs no frame per
+    /// page (the pages stay clean and evictable). A page that cannot be freed (out of range,
+    /// already free, listed twice) is an error; pages listed before it may have been freed.
+    fn free_pages(&self, pages: &[PageId]) -> Result<()> {
+        pages.iter().try_for_each(|&page| self.free(page))
+    }
 }

@@ -4,11 +4,13 @@ use barracuda_page::{payload_capacity, FileHeader, OverflowPage, PageNo, PageTyp
 
 use crate::error::{BTreeError, Result};
 use crate::mtr::Mtr;
-use crate::node::NodeMut;
 use crate::tree::BTree;
 
 /// Pages' worth of payload [`read_chain`] allocates before it has read any of the chain.
 const READ_BATCH_PAGES: u64 = 64;
+
+/// Pages [`free_chain`] frees together: one call to the allocator, a few mini-transactions.
+const FREE_BATCH_PAGES: usize = 256;
 
 /// Writes `value` to a new chain and returns its first page. Each page is written in its own
 /// mtr: the chain is unreachable until the leaf record that points to it commits, so a partly
@@ -98,27 +100,42 @@ pub(crate) fn read_chain(tree: &BTree, first: PageNo, total_len: u64) -> Result<
     Ok(out)
 }
 
-/// Frees every page of the chain starting at `first`.
+/// Frees every page of the chain starting at `first`, [`FREE_BATCH_PAGES`] at a time.
+///
+/// Only the allocation bitmaps change (InnoDB frees BLOB pages the same way): the chain's pages
+/// are read, never written, so freeing a value larger than the buffer pool inside one redo
+/// commit unit (purge, rollback) holds no frame per page — a page changed inside an open unit
+/// cannot be evicted, and a 64 MiB chain in a pool of 64 frames once failed purge with
+/// `TransactionTooLarge`. A freed page keeps its stale content until it is allocated again,
+/// which formats it afresh.
 pub(crate) fn free_chain(tree: &BTree, first: PageNo) -> Result<()> {
     let page_size = tree.ctx.pool.page_size();
     let mut page_no = first;
-    let mut freed = 0u64;
+    let mut walked = 0u64;
+    let mut batch = Vec::with_capacity(FREE_BATCH_PAGES);
     while page_no != FIL_NULL {
         let id = tree.page_id(page_no);
-        freed += 1;
-        if freed > u64::from(u32::MAX) {
+        walked += 1;
+        // A chain that loops is caught when a page comes round a second time (freeing it
+        // again fails); this bounds a walk the bitmaps cannot see, within one batch.
+        if walked > u64::from(u32::MAX) {
             return Err(BTreeError::corrupt(id, "overflow chain does not end"));
         }
-        let mut guard = tree.ctx.pool.get_exclusive(id)?;
-        let next = OverflowPage::read(&guard, page_size)
-            .map_err(|source| BTreeError::Page { page: id, source })?
-            .next;
-        NodeMut::mark_free(&mut guard, id);
-        let mut mtr = Mtr::new(tree.ctx.log.as_ref());
-        mtr.changed(guard);
-        mtr.commit()?;
-        tree.ctx.alloc.free(id)?;
+        let next = {
+            let guard = tree.ctx.pool.get_shared(id)?;
+            OverflowPage::read(&guard, page_size)
+                .map_err(|source| BTreeError::Page { page: id, source })?
+                .next
+        };
+        batch.push(id);
+        if batch.len() == FREE_BATCH_PAGES {
+            tree.ctx.alloc.free_pages(&batch)?;
+            batch.clear();
+        }
         page_no = next;
+    }
+    if !batch.is_empty() {
+        tree.ctx.alloc.free_pages(&batch)?;
     }
     Ok(())
 }

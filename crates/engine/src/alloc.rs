@@ -204,9 +204,97 @@ impl PageAllocator for SpaceAllocator {
         mtr.commit()?;
         Ok(())
     }
+
+    fn free_pages(&self, pages: &[PageId]) -> Result<(), BTreeError> {
+        let page_size = self.pool.page_size();
+        let mut rest = pages;
+        while let Some(first) = rest.first() {
+            // A run of pages of one space whose bits lie on at most BITMAPS_PER_FREE_MTR
+            // bitmap pages: one mtr, a bounded number of latched frames.
+            let mut bitmaps: Vec<PageNo> = Vec::new();
+            let run_len = rest
+                .iter()
+                .take_while(|page| {
+                    if page.space_id != first.space_id {
+                        return false;
+                    }
+                    let region = bitmap_page_for(page.page_no, page_size);
+                    if bitmaps.contains(&region) {
+                        return true;
+                    }
+                    if bitmaps.len() == BITMAPS_PER_FREE_MTR {
+                        return false;
+                    }
+                    bitmaps.push(region);
+                    true
+                })
+                .count();
+            let (run, after) = rest.split_at(run_len);
+            self.free_run(first.space_id, run)?;
+            rest = after;
+        }
+        Ok(())
+    }
 }
 
+/// Bitmap pages one mtr of [`SpaceAllocator::free_pages`] latches at most (besides page 0).
+const BITMAPS_PER_FREE_MTR: usize = 4;
+
 impl SpaceAllocator {
+    /// Frees `pages` of `space` in one mtr, every one checked (in range, not a bitmap page,
+    /// listed once, in use) before the first bit changes: a refused run leaves every page
+    /// untouched.
+    fn free_run(&self, space: SpaceId, pages: &[PageId]) -> Result<(), BTreeError> {
+        let page_size = self.pool.page_size();
+        let mut mtr = Mtr::new(self.log.as_ref());
+        let (mut header_guard, mut header) = self.latch_space_header(space)?;
+        let mut others: Vec<ExclusiveGuard<'_>> = Vec::new();
+        let mut seen = std::collections::HashSet::with_capacity(pages.len());
+        for page in pages {
+            let page_no = page.page_no;
+            if page_no == 0
+                || page_no >= header.size_in_pages
+                || bit_index(page_no, page_size) == 0
+                || !seen.insert(page_no)
+            {
+                return Err(alloc_err(space, format!("page {page_no} cannot be freed")));
+            }
+            let region = bitmap_page_for(page_no, page_size);
+            if region != 0 && !others.iter().any(|g| g.page_id().page_no == region) {
+                others.push(self.pool.get_exclusive(PageId::new(space, region))?);
+            }
+            let bitmap_page = if region == 0 {
+                &header_guard
+            } else {
+                others
+                    .iter()
+                    .find(|g| g.page_id().page_no == region)
+                    .ok_or_else(|| alloc_err(space, "bitmap page latched but not found"))?
+            };
+            let in_use = AllocationBitmap::open(&bitmap_page[..], page_size)
+                .map_err(|source| BTreeError::Page {
+                    page: PageId::new(space, region),
+                    source,
+                })?
+                .is_used(bit_index(page_no, page_size));
+            if !in_use {
+                return Err(alloc_err(space, format!("page {page_no} is already free")));
+            }
+        }
+        for page in pages {
+            self.set_bit(&mut header_guard, &mut others, space, page.page_no, false)?;
+            header.free_hint = header.free_hint.min(page.page_no);
+            self.log.page_freed(*page);
+        }
+        header.write(&mut header_guard);
+        mtr.changed(header_guard);
+        for guard in others {
+            mtr.changed(guard);
+        }
+        mtr.commit()?;
+        Ok(())
+    }
+
     /// Latches page 0 of `space` exclusively and decodes its space header.
     fn latch_space_header(
         &self,
@@ -281,8 +369,41 @@ fn growth_pages(size: u32, page_size: PageSize) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::growth_pages;
-    use barracuda_page::PageSize;
+    use super::{growth_pages, SpaceAllocator};
+    use barracuda_btree::PageAllocator;
+    use barracuda_page::{PageId, PageSize};
+
+    /// A run of frees is checked whole before a bit changes: a page listed twice, a free page
+    /// or a bitmap page refuses the run and every page listed stays in use.
+    #[test]
+    fn a_refused_free_run_changes_no_bit() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let db = crate::Engine::open(
+            tmp.path(),
+            crate::EngineOptions::default()
+                .page_size(PageSize::K4)
+                .background_purge(false),
+        )
+        .expect("open");
+        let table = db
+            .create_table("t", crate::TableOptions::default())
+            .expect("create");
+        let inner = &db.inner;
+        let space = inner.tables.read().get("t").expect("table t").tree.space();
+        let alloc =
+            SpaceAllocator::new(inner.pool.clone(), inner.spaces.clone(), inner.log.clone());
+        let a = alloc.allocate(space, None).expect("allocate");
+        let b = alloc.allocate(space, Some(a)).expect("allocate");
+        let (a, b) = (PageId::new(space, a), PageId::new(space, b));
+        assert!(alloc.free_pages(&[a, b, a]).is_err(), "a listed twice");
+        assert!(
+            alloc.free_pages(&[a, PageId::new(space, 0)]).is_err(),
+            "page 0"
+        );
+        alloc.free_pages(&[b, a]).expect("both were still in use");
+        assert!(alloc.free_pages(&[a]).is_err(), "already free");
+        drop(table);
+    }
 
     #[test]
     fn a_tablespace_grows_by_an_eighth_in_whole_extents_between_one_extent_and_64_mib() {

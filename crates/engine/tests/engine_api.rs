@@ -154,27 +154,46 @@ fn large_values_survive_reopen_through_a_tiny_pool() {
         db.put(&t, b"mid", &vec![5u8; 100_000]).unwrap();
         db.close().unwrap();
     }
-    // Without background purge: purging the delete below frees the 64 MiB chain (16,384
-    // pages) inside one redo commit unit, and freed pages stay in the pool until the unit
-    // ends — more than 64 frames hold, so purge fails and turns the engine read-only (a known
-    // limit, issue 11's notes). Purge used to run after this test's last check by luck of
-    // timing; since commits no longer take the unit lock, the delete's commit can land inside
-    // purge's unit and report its failure.
-    let db = Engine::open(
-        dir.path(),
+    let options = || {
         EngineOptions::default()
             .page_size(PageSize::K4)
             .buffer_pool_bytes(64 * 4096)
-            .background_purge(false),
-    )
-    .unwrap();
+    };
+    let db = Engine::open(dir.path(), options()).unwrap();
     let t = db.table("blobs").unwrap();
     assert_eq!(db.get(&t, b"huge").unwrap().unwrap(), sixty_four_mib);
     assert_eq!(db.get(&t, b"mid").unwrap().unwrap(), vec![5u8; 100_000]);
+    let file_bytes = std::fs::metadata(dir.path().join("tables/blobs.ibd"))
+        .unwrap()
+        .len();
     db.delete(&t, b"huge").unwrap();
+    // Purge frees the 16,384-page chain inside one redo commit unit in a pool of 64 frames:
+    // freeing changes only the allocation bitmaps (it once dirtied every chain page, which an
+    // open unit cannot evict, and purge failed with TransactionTooLarge, turning the engine
+    // read-only). Close purges everything (a slow shutdown) and reports such a failure.
+    db.close().unwrap();
+    let report = barracuda::inspect::check_database(dir.path()).unwrap();
+    assert!(report.is_clean(), "{report}");
+
+    let db = Engine::open(dir.path(), options()).unwrap();
+    let t = db.table("blobs").unwrap();
     let stats = db.check_table(&t).unwrap();
-    // The deleted row is delete-marked until purge removes it.
-    assert_eq!((stats.records, stats.delete_marked), (2, 1));
+    assert_eq!((stats.records, stats.delete_marked), (1, 0), "purged");
+    assert_eq!(
+        stats.overflow_pages, 25,
+        "only the 100,000-byte value's chain is left"
+    );
+    // The freed pages are allocated again: a new 32 MiB value does not grow the file.
+    db.put(&t, b"again", &sixty_four_mib[..32 << 20]).unwrap();
+    assert_eq!(
+        db.get(&t, b"again").unwrap().unwrap(),
+        &sixty_four_mib[..32 << 20]
+    );
+    db.close().unwrap();
+    let grown = std::fs::metadata(dir.path().join("tables/blobs.ibd"))
+        .unwrap()
+        .len();
+    assert_eq!(grown, file_bytes, "freed pages were reused");
 }
 
 #[test]

@@ -92,6 +92,48 @@ fn rollback_restores_every_row_including_overflow_values() {
     assert_eq!(rows(&db, &t), before);
 }
 
+/// Rolling back values far larger than the pool (64 frames; 3 MiB of new value and 3 MiB of
+/// replaced value, 768 chain pages each) frees their chains inside redo commit units without a
+/// frame per chain page, and leaves the engine writable and the file consistent.
+#[test]
+fn rolling_back_values_larger_than_the_pool_frees_their_chains() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = || {
+        EngineOptions::default()
+            .page_size(PageSize::K4)
+            .buffer_pool_bytes(64 * 4096)
+            .background_purge(false)
+    };
+    let db = Engine::open(dir.path(), options()).unwrap();
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    let big = 3 << 20;
+    db.put(&t, b"kept", &value(1, big)).unwrap();
+    let mut tx = db.begin();
+    tx.put(&t, b"kept", &value(2, big)).unwrap();
+    tx.put(&t, b"new", &value(3, big)).unwrap();
+    tx.rollback().unwrap();
+    assert_eq!(db.get(&t, b"kept").unwrap(), Some(value(1, big)));
+    assert_eq!(db.get(&t, b"new").unwrap(), None);
+    // Still writable, and the pages the rollback freed are allocated again.
+    let file = dir.path().join("tables/t.ibd");
+    let file_bytes = std::fs::metadata(&file).unwrap().len();
+    let pages_before = db.check_table(&t).unwrap().overflow_pages;
+    db.put(&t, b"new", &value(4, big)).unwrap();
+    assert_eq!(db.check_table(&t).unwrap().overflow_pages, 2 * pages_before);
+    db.close().unwrap();
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().len(),
+        file_bytes,
+        "pages reused"
+    );
+    let report = barracuda::inspect::check_database(dir.path()).unwrap();
+    assert!(report.is_clean(), "{report}");
+    let db = Engine::open(dir.path(), options()).unwrap();
+    let t = db.table("t").unwrap();
+    assert_eq!(db.get(&t, b"kept").unwrap(), Some(value(1, big)));
+    assert_eq!(db.get(&t, b"new").unwrap(), Some(value(4, big)));
+}
+
 #[test]
 fn a_dropped_transaction_is_rolled_back() {
     let dir = tempfile::tempdir().unwrap();

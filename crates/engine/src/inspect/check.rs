@@ -208,6 +208,11 @@ fn scan_page(
             (Kind::Free, 0)
         }
         PageType::Overflow => match OverflowPage::read(&buf, page_size) {
+            // Freeing a chain changes only the bitmaps: the page keeps its old content.
+            Ok(_) if !in_use && bitmap_ok => {
+                report.free_pages += 1;
+                (Kind::Free, 0)
+            }
             Ok(_) => {
                 report.overflow_pages += 1;
                 (Kind::Overflow, 0)

@@ -157,9 +157,11 @@ pub struct TableReport {
     pub leaf_pages: u32,
     /// Index pages with level > 0.
     pub internal_pages: u32,
-    /// Overflow pages.
+    /// Overflow pages in use.
     pub overflow_pages: u32,
-    /// Pages of type `Free` (freed by the B-tree).
+    /// Pages free in the allocation bitmaps that hold a page: of type `Free` (B-tree pages
+    /// freed by a merge) or a freed overflow page's old content (freeing a chain changes only
+    /// the bitmaps).
     pub free_pages: u32,
     /// Space header (page 0) and further allocation bitmap pages.
     pub bitmap_pages: u32,
