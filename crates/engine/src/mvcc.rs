@@ -29,9 +29,13 @@ use crate::layout::UNDO_SPACE_ID;
 pub(crate) struct PurgeCounters {
     pub(crate) logs_purged: AtomicU64,
     pub(crate) rows_removed: AtomicU64,
+    /// Logs committed by discarding them (`UndoSpace::commit_discarding`).
+    pub(crate) discarded_at_commit: AtomicU64,
     /// Transactions rolled back at open, and their row changes undone.
     pub(crate) recovered_rollbacks: AtomicU64,
     pub(crate) recovered_rows_undone: AtomicU64,
+    /// The rollback segment the next purge round starts with (taken modulo their number).
+    pub(crate) next_rseg: std::sync::atomic::AtomicUsize,
 }
 
 /// Transactions' view of the data: the transaction system and the undo tablespace.
@@ -79,6 +83,7 @@ impl Mvcc {
             recovered_rollbacks: self.purge.recovered_rollbacks.load(Ordering::Relaxed),
             recovered_rows_undone: self.purge.recovered_rows_undone.load(Ordering::Relaxed),
             cached_undo_pages: u64::from(self.undo.cached_header_pages()),
+            logs_discarded_at_commit: self.purge.discarded_at_commit.load(Ordering::Relaxed),
         }
     }
 
@@ -104,14 +109,30 @@ impl Mvcc {
         self.undo.begin_log(trx_id).map_err(undo_err)
     }
 
-    /// Ends the transaction: its log goes to the history list and its rows become visible to
-    /// views opened from now on. The log changes in one mini-transaction (and possibly one
-    /// before it raising the persisted id mark, which stands alone): returns the LSN it ends at.
+    /// Ends the transaction: its rows become visible to views opened from now on, and its log
+    /// goes to the history list — or, when no view was open at that moment and purge would
+    /// have nothing to do but free it, straight back to the header page cache
+    /// (`UndoSpace::commit_discarding`). The log changes in one mini-transaction (and possibly
+    /// one before it raising the persisted id mark, which stands alone): returns the LSN it
+    /// ends at.
     pub(crate) fn commit(&self, trx_id: u64, log: UndoLog) -> Result<Option<barracuda_page::Lsn>> {
-        let no = self
+        let (no, no_view_open) = self
             .trx
-            .commit_persisting(trx_id, |to| self.undo.raise_max_trx_id(to))
+            .commit_seeing_views(trx_id, |to| self.undo.raise_max_trx_id(to))
             .map_err(undo_err)?;
+        let log = if no_view_open {
+            match self.undo.commit_discarding(log).map_err(undo_err)? {
+                Ok(end) => {
+                    self.purge
+                        .discarded_at_commit
+                        .fetch_add(1, Ordering::Relaxed);
+                    return Ok(end);
+                }
+                Err(log) => log,
+            }
+        } else {
+            log
+        };
         self.undo.commit(log, no).map_err(undo_err)
     }
 
@@ -253,36 +274,53 @@ impl Mvcc {
 
     /// Purges up to `max` of the oldest committed logs that no open view can need: removes
     /// the rows each delete-marked (if no later change revived them), frees the off-page
-    /// values of the versions it replaced, then removes the logs from the history list in one
-    /// mini-transaction. `tree_of` finds a table's tree by tablespace (`None` for a dropped
-    /// table, whose rows went with its file). Returns how many logs were purged. The caller
-    /// runs it inside a commit unit, so that a crash repeats it whole.
+    /// values of the versions it replaced, then removes the logs from their rollback segment's
+    /// history list, one mini-transaction per segment. Segments take turns at going first.
+    /// `tree_of` finds a table's tree by tablespace (`None` for a dropped table, whose rows
+    /// went with its file). Returns how many logs were purged. The caller runs it inside a
+    /// commit unit, so that a crash repeats it whole.
+    ///
+    /// The segments' lists are purged independently, not merged in commit order: whether a
+    /// log may be purged depends only on the views (every one must see its transaction), and
+    /// of two transactions that changed one row, the later committed later and sits in a list
+    /// after the earlier, or in another list whose purge of it needs every view to see it —
+    /// and so the earlier one too.
     pub(crate) fn purge_logs(
         &self,
         tree_of: &dyn Fn(u32) -> Option<BTree>,
         max: usize,
     ) -> std::result::Result<usize, barracuda_btree::BTreeError> {
         let limit = self.trx.purge_limit();
-        let mut purged = Vec::with_capacity(max);
-        let mut next = self.undo.history_head()?;
-        while let Some(entry) = next.take() {
-            // Commits may enter the list slightly out of commit-number order (each links its
-            // log once it has its number, without a lock over both): stop at the first log a
-            // view may need, even if a later one would not be.
-            if entry.trx_no >= limit {
+        let count = self.undo.rseg_count();
+        let first = self.purge.next_rseg.fetch_add(1, Ordering::Relaxed);
+        let mut total = 0;
+        for i in 0..count {
+            if total >= max {
                 break;
             }
-            self.purge_rows_of(&entry, tree_of)?;
-            purged.push(entry.first_page);
-            if purged.len() < max {
-                next = self.undo.history_after(&entry)?;
+            let rseg = (first + i) % count;
+            let mut purged = Vec::new();
+            let mut next = self.undo.history_head(rseg)?;
+            while let Some(entry) = next.take() {
+                // Commits may enter a list slightly out of commit-number order (each links its
+                // log once it has its number, without a lock over both): stop at the first log
+                // a view may need, even if a later one would not be.
+                if entry.trx_no >= limit {
+                    break;
+                }
+                self.purge_rows_of(&entry, tree_of)?;
+                purged.push(entry.first_page);
+                if total + purged.len() < max {
+                    next = self.undo.history_after(&entry)?;
+                }
             }
+            self.undo.remove_history_heads(rseg, &purged)?;
+            total += purged.len();
         }
-        self.undo.remove_history_heads(&purged)?;
         self.purge
             .logs_purged
-            .fetch_add(purged.len() as u64, Ordering::Relaxed);
-        Ok(purged.len())
+            .fetch_add(total as u64, Ordering::Relaxed);
+        Ok(total)
     }
 
     /// What purging the log `entry` does to rows (see [`purge_logs`](Self::purge_logs)), one

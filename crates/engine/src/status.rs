@@ -86,6 +86,10 @@ pub struct MvccStatus {
     /// Purged undo logs' header pages kept for new logs (a transaction's first write takes
     /// one instead of allocating a page).
     pub cached_undo_pages: u64,
+    /// Undo logs discarded at commit instead of going to the history list: nothing would
+    /// ever read or purge them (no read view was open, no delete-mark, no replaced off-page
+    /// value).
+    pub logs_discarded_at_commit: u64,
 }
 
 /// The redo log's state. Later versions add fields.
@@ -219,12 +223,14 @@ PAGE COMPRESSION
         writeln!(f, "------------\nTRANSACTIONS\n------------")?;
         writeln!(
             f,
-            "History list length {}; {} active transactions, {} read views; purged {} undo \
-             logs and {} delete-marked rows ({} header pages cached for new logs); rolled back \
-             {} transactions ({} row changes) left open by a crash",
+            "History list length {}; {} active transactions, {} read views; {} undo logs \
+             discarded at commit; purged {} undo logs and {} delete-marked rows ({} header \
+             pages cached for new logs); rolled back {} transactions ({} row changes) left \
+             open by a crash",
             m.history_list_length,
             m.active_transactions,
             m.read_views,
+            m.logs_discarded_at_commit,
             m.logs_purged,
             m.rows_purged,
             m.cached_undo_pages,

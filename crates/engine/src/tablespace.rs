@@ -105,9 +105,12 @@ impl Tablespace {
             .map_err(|e| page_error(path, PageId::new(space_id, 0), e))?;
         let mut writes = Vec::with_capacity(2);
         let first_id = PageId::new(space_id, 1);
-        barracuda_page::AllocationBitmap::open(&mut page0[..], page_size)
-            .and_then(|mut bitmap| bitmap.set_used(1, true))
-            .map_err(|e| page_error(path, first_id, e))?;
+        let mut set_used = |page_no: PageNo| {
+            barracuda_page::AllocationBitmap::open(&mut page0[..], page_size)
+                .and_then(|mut bitmap| bitmap.set_used(page_no, true))
+                .map_err(|e| page_error(path, PageId::new(space_id, page_no), e))
+        };
+        set_used(1)?;
         let mut page1 = vec![0u8; page_size.bytes()];
         match first {
             FirstPage::IndexRoot(index_id) => {
@@ -115,8 +118,19 @@ impl Tablespace {
                     .map_err(|e| page_error(path, first_id, e))?;
             }
             FirstPage::TrxSys { max_trx_id } => {
+                // Page 1 is the first rollback segment and counts them; the others follow it.
+                let count = barracuda_undo::ROLLBACK_SEGMENTS;
                 TrxSysPage::init(&mut page1[..], page_size, first_id, max_trx_id)
-                    .map_err(|e| page_error(path, first_id, e))?;
+                    .map_err(|e| page_error(path, first_id, e))?
+                    .set_rseg_count(count);
+                for page_no in 2..=count {
+                    set_used(page_no)?;
+                    let id = PageId::new(space_id, page_no);
+                    let mut page = vec![0u8; page_size.bytes()];
+                    TrxSysPage::init(&mut page[..], page_size, id, 0)
+                        .map_err(|e| page_error(path, id, e))?;
+                    writes.push((u64::from(page_no) * page_size.bytes() as u64, page));
+                }
             }
         }
         writes.push((page_size.bytes() as u64, page1));

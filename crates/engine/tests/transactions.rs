@@ -134,6 +134,57 @@ fn rolling_back_values_larger_than_the_pool_frees_their_chains() {
     assert_eq!(db.get(&t, b"new").unwrap(), Some(value(4, big)));
 }
 
+/// A commit with no read view open, whose log holds only inserts and inline updates, discards
+/// its log (no history, no purge); an open snapshot, a delete or a replaced off-page value
+/// sends the log to the history list instead. Readers see the right versions either way, also
+/// after the discarded logs' pages have been reused many times.
+#[test]
+fn logs_no_view_can_need_are_discarded_at_commit_and_others_go_to_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    let discarded = |db: &Engine| db.status().mvcc.logs_discarded_at_commit;
+    let history = |db: &Engine| db.status().mvcc.history_list_length;
+    db.put(&t, &key(1), &value(1, 100)).unwrap();
+    db.put(&t, &key(2), &value(2, 9000)).unwrap();
+    assert_eq!((discarded(&db), history(&db)), (2, 0), "two inserts");
+    for round in 0..300u32 {
+        let tag = u8::try_from(round % 256).unwrap();
+        db.put(&t, &key(1), &value(tag, 100)).unwrap();
+    }
+    assert_eq!((discarded(&db), history(&db)), (302, 0), "inline updates");
+
+    // A snapshot open: the update's log is kept for it.
+    let snapshot = db.snapshot();
+    db.put(&t, &key(1), &value(77, 100)).unwrap();
+    assert_eq!((discarded(&db), history(&db)), (302, 1));
+    assert_eq!(
+        snapshot.get(&t, &key(1)).unwrap(),
+        Some(value(43, 100)),
+        "round 299's value"
+    );
+    drop(snapshot);
+
+    // Replacing an off-page value (purge frees its chain) and a delete (purge removes the row).
+    db.put(&t, &key(2), &value(3, 50)).unwrap();
+    db.delete(&t, &key(1)).unwrap();
+    assert_eq!((discarded(&db), history(&db)), (302, 3));
+
+    // A view opened after discarded commits reads their versions.
+    let mut tx = db.begin();
+    tx.put(&t, &key(3), &value(4, 10)).unwrap();
+    tx.commit().unwrap();
+    assert_eq!(discarded(&db), 303);
+    let snapshot = db.snapshot();
+    assert_eq!(snapshot.get(&t, &key(3)).unwrap(), Some(value(4, 10)));
+    assert_eq!(snapshot.get(&t, &key(2)).unwrap(), Some(value(3, 50)));
+    assert_eq!(snapshot.get(&t, &key(1)).unwrap(), None);
+    drop(snapshot);
+    db.close().unwrap();
+    let report = barracuda::inspect::check_database(dir.path()).unwrap();
+    assert!(report.is_clean(), "{report}");
+}
+
 #[test]
 fn a_dropped_transaction_is_rolled_back() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,14 +1,17 @@
-//! The transaction system page of the undo tablespace (FORMATS.md §13.3): the transaction id
-//! high-water mark, the history list of committed undo logs waiting for purge, and one slot per
-//! active undo log (InnoDB keeps these in `TRX_SYS` and the rollback segment headers).
+//! Rollback segment pages of the undo tablespace (FORMATS.md §13.3): each holds a history
+//! list of committed undo logs waiting for purge, a cache of purged logs' header pages and one
+//! slot per active undo log; the first (page 1, the transaction system page) also holds the
+//! transaction id high-water mark and the number of rollback segments (InnoDB keeps these in
+//! `TRX_SYS` and its 128 rollback segment headers).
 //!
 //! ```text
-//! 0        38             46              50             54            58            62
-//! | FIL hdr | max_trx_id u64 | history_first | history_last | history_len | cache_first | slots u32 … | trailer |
+//! 0        38             46              50             54            58            62           66
+//! | FIL hdr | max_trx_id u64 | history_first | history_last | history_len | cache_first | rseg_count | slots u32 … | trailer |
 //! ```
 //! A slot holds the header page of an undo log whose transaction has not committed, or
 //! `FIL_NULL`; recovery rolls back the logs the slots name. The cache holds header pages of
-//! purged logs, so that a transaction starts its log without allocating a page.
+//! purged logs, so that a transaction starts its log without allocating a page. Transactions
+//! spread over the segments, so that writers and purge do not all latch one page.
 
 use crate::bytes::{put_u32, put_u64, u32_at, u64_at};
 use crate::error::PageError;
@@ -26,15 +29,20 @@ pub const OFF_HISTORY_LEN: usize = FIL_HEADER_SIZE + 16;
 /// Offset of the newest cached undo log header page (u32, `FIL_NULL` = none): purged logs'
 /// header pages kept for new logs, linked through their `history_next`.
 pub const OFF_CACHE_FIRST: usize = FIL_HEADER_SIZE + 20;
+/// Offset of the number of rollback segments (u32; page 1 only, 0 on the others): pages
+/// `1..=rseg_count` of the undo tablespace.
+pub const OFF_RSEG_COUNT: usize = FIL_HEADER_SIZE + 24;
 /// Offset of the first slot.
-pub const OFF_SLOTS: usize = FIL_HEADER_SIZE + 24;
+pub const OFF_SLOTS: usize = FIL_HEADER_SIZE + 28;
+/// Most rollback segments an undo tablespace may have (InnoDB: 128).
+pub const MAX_RSEGS: u32 = 128;
 
-/// Slots of a page of `page_size`: 4,078 at 16 KiB.
+/// Slots of a page of `page_size`: 4,077 at 16 KiB.
 pub const fn slot_count(page_size: PageSize) -> usize {
     (page_size.bytes() - OFF_SLOTS - FIL_TRAILER_SIZE) / 4
 }
 
-/// A transaction system page over a buffer `B`.
+/// A rollback segment page (the first one also the transaction system page) over a buffer `B`.
 #[derive(Debug)]
 pub struct TrxSysPage<B> {
     buf: B,
@@ -88,6 +96,12 @@ impl<B: AsRef<[u8]>> TrxSysPage<B> {
         u32_at(self.buf.as_ref(), OFF_CACHE_FIRST).unwrap_or(FIL_NULL)
     }
 
+    /// Rollback segments of the tablespace (on page 1; 0 on the other segments' pages). Not
+    /// checked here: a reader bounds it by [`MAX_RSEGS`] and the file.
+    pub fn rseg_count(&self) -> u32 {
+        u32_at(self.buf.as_ref(), OFF_RSEG_COUNT).unwrap_or(0)
+    }
+
     /// Slot `i`: the header page of an active undo log, or `FIL_NULL`.
     pub fn slot(&self, i: usize) -> PageNo {
         u32_at(self.buf.as_ref(), OFF_SLOTS + 4 * i).unwrap_or(FIL_NULL)
@@ -107,8 +121,9 @@ impl<B: AsRef<[u8]>> TrxSysPage<B> {
 }
 
 impl<B: AsRef<[u8]> + AsMut<[u8]>> TrxSysPage<B> {
-    /// Formats `buf` as an empty transaction system page `id`: ids from `max_trx_id`, an empty
-    /// history list, every slot free.
+    /// Formats `buf` as an empty rollback segment page `id`: ids from `max_trx_id` (0 on
+    /// every page but the first), no rollback segment count, an empty history list and cache,
+    /// every slot free.
     pub fn init(
         mut buf: B,
         page_size: PageSize,
@@ -147,6 +162,11 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> TrxSysPage<B> {
         put_u32(b, OFF_HISTORY_LEN, len);
     }
 
+    /// Sets the number of rollback segments (page 1 only).
+    pub fn set_rseg_count(&mut self, count: u32) {
+        put_u32(self.buf.as_mut(), OFF_RSEG_COUNT, count);
+    }
+
     /// Sets the newest cached header page (`FIL_NULL` = the cache is empty).
     pub fn set_cache_first(&mut self, page: PageNo) {
         put_u32(self.buf.as_mut(), OFF_CACHE_FIRST, page);
@@ -168,16 +188,19 @@ mod tests {
     fn a_formatted_page_reads_back_and_a_broken_history_is_refused() {
         let ps = PageSize::K4;
         let mut page = TrxSysPage::init(vec![0u8; ps.bytes()], ps, PageId::new(9, 1), 256).unwrap();
-        assert_eq!(slot_count(ps), 1006);
+        assert_eq!(slot_count(ps), 1005);
         page.set_slot(3, 40);
-        page.set_slot(1005, 41);
+        page.set_slot(1004, 41);
+        page.set_slot(1005, 42);
+        page.set_rseg_count(4);
         page.set_history(7, 9, 2);
         let bytes = page.buf.clone();
         let page = TrxSysPage::open(&bytes[..], ps).unwrap();
-        assert_eq!(page.max_trx_id(), 256);
+        assert_eq!((page.max_trx_id(), page.rseg_count()), (256, 4));
         assert_eq!(
             page.active_logs().collect::<Vec<_>>(),
-            vec![(3, 40), (1005, 41)]
+            vec![(3, 40), (1004, 41)],
+            "a slot beyond the page is not written"
         );
         assert_eq!(
             (

@@ -7,8 +7,8 @@
 //!   (InnoDB's `trx_sys` and `ReadView`), with the purge limit they imply.
 //! * [`UndoSpace`]: undo logs in the undo tablespace (FORMATS.md §13) through the buffer pool,
 //!   every change in a mini-transaction so the redo log protects it: a log per writing
-//!   transaction named by a slot of the transaction system page until it commits, then linked
-//!   into the history list that purge consumes oldest first.
+//!   transaction named by a slot of a rollback segment page until it commits, then linked
+//!   into that segment's history list, which purge consumes oldest first.
 //! * [`visible_version`]: the walk back along roll pointers that gives a read view the version
 //!   of a row it sees (or none), with [`encode_version`] for what an undo record keeps.
 
@@ -17,6 +17,7 @@ mod history;
 mod log;
 mod read;
 mod roll_ptr;
+mod rseg;
 mod version;
 mod view;
 
@@ -25,5 +26,6 @@ pub use log::{
     TRX_SYS_PAGE,
 };
 pub use roll_ptr::RollPtr;
+pub use rseg::ROLLBACK_SEGMENTS;
 pub use version::{decode_version, encode_version, visible_version, MAX_CHAIN};
 pub use view::{Assigned, ReadView, TrxSystem, ID_RESERVE_STEP};

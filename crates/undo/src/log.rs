@@ -14,22 +14,22 @@
 //! starts its log in a cached page with one mini-transaction that allocates nothing, so it
 //! needs no redo commit unit and no engine-wide lock.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-use parking_lot::Mutex;
 
 use barracuda_btree::{BTreeError, LogSink, Mtr, PageAllocator, Result};
 use barracuda_buffer_pool::BufferPool;
-use barracuda_page::trx_sys::slot_count;
+use barracuda_page::trx_sys::{slot_count, MAX_RSEGS};
 use barracuda_page::{
-    PageId, PageNo, SpaceId, TrxSysPage, UndoKind, UndoPage, UndoRecord, FIL_NULL,
+    PageId, PageNo, Record, SpaceId, TrxSysPage, UndoKind, UndoPage, UndoRecord, ValueRef, FIL_NULL,
 };
 
 use crate::described::{change_described, trx_sys_slot, TRX_SYS_FIELDS, UNDO_FIELDS};
 use crate::roll_ptr::RollPtr;
+use crate::rseg::{take_slot, Homes, Rseg, ROLLBACK_SEGMENTS};
 
-/// The transaction system page's number in the undo tablespace.
+/// The transaction system page's number in the undo tablespace: also the first rollback
+/// segment's page.
 pub const TRX_SYS_PAGE: PageNo = 1;
 
 /// At most this many purged logs' header pages are kept for new logs (4 MiB of 16 KiB pages):
@@ -61,9 +61,11 @@ impl OwnedUndoRecord {
     }
 }
 
-/// A committed log at the head of the history list.
+/// A committed log of a history list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HistoryEntry {
+    /// The rollback segment whose history list holds it.
+    pub rseg: usize,
     /// Its header page.
     pub first_page: PageNo,
     /// Its transaction.
@@ -72,7 +74,7 @@ pub struct HistoryEntry {
     pub trx_no: u64,
 }
 
-/// What the transaction system page said when the undo tablespace was opened.
+/// What the rollback segment pages said when the undo tablespace was opened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UndoSpaceState {
     /// Every id and commit number handed out is below this.
@@ -80,7 +82,7 @@ pub struct UndoSpaceState {
     /// Header pages of logs whose transactions had not committed, with their transaction ids:
     /// recovery rolls them back.
     pub active_logs: Vec<(PageNo, u64)>,
-    /// Committed logs waiting for purge.
+    /// Committed logs waiting for purge, in every history list.
     pub history_len: u32,
 }
 
@@ -90,19 +92,26 @@ pub struct UndoLog {
     trx_id: u64,
     first_page: PageNo,
     last_page: PageNo,
+    rseg: usize,
     slot: usize,
     records: u32,
+    /// A record purge must act on: a delete-mark (the row goes) or a replaced version whose
+    /// value is off-page (its chain is freed).
+    needs_purge: bool,
 }
 
 impl UndoLog {
-    /// A log just started in header page `first_page`, named by `slot`: no records yet.
-    pub(crate) fn started(trx_id: u64, first_page: PageNo, slot: usize) -> Self {
+    /// A log just started in header page `first_page`, named by slot `slot` of rollback
+    /// segment `rseg`: no records yet.
+    pub(crate) fn started(trx_id: u64, first_page: PageNo, rseg: usize, slot: usize) -> Self {
         Self {
             trx_id,
             first_page,
             last_page: first_page,
+            rseg,
             slot,
             records: 0,
+            needs_purge: false,
         }
     }
 
@@ -116,9 +125,28 @@ impl UndoLog {
         self.first_page
     }
 
+    /// The rollback segment whose slot names the log (and whose history list takes it at
+    /// commit).
+    pub fn rseg(&self) -> usize {
+        self.rseg
+    }
+
     /// Records written.
     pub fn records(&self) -> u32 {
         self.records
+    }
+
+    /// Counts a record of `kind` with `payload` appended: notes whether purge will have
+    /// anything to do for it besides freeing the log.
+    fn appended(&mut self, kind: UndoKind, payload: &[u8]) {
+        self.records += 1;
+        self.needs_purge |= match kind {
+            UndoKind::Insert => false,
+            UndoKind::DeleteMark => true,
+            // An undecodable payload is treated as needing purge, which then reports it.
+            UndoKind::Update => Record::decode_exact(payload)
+                .map_or(true, |rec| !matches!(rec.value, ValueRef::Inline(_))),
+        };
     }
 }
 
@@ -128,11 +156,10 @@ pub struct UndoSpace {
     alloc: Arc<dyn PageAllocator>,
     pub(crate) log: Arc<dyn LogSink>,
     space: SpaceId,
-    /// Slots of the transaction system page that name no log.
-    pub(crate) free_slots: Mutex<Vec<usize>>,
-    /// Header pages in the cache (changed under the transaction system page's latch; the
-    /// newest cached page records it as its depth).
-    pub(crate) cached: AtomicU32,
+    /// The rollback segments, pages `1..=rsegs.len()`.
+    pub(crate) rsegs: Vec<Rseg>,
+    /// Which segment each thread keeps to.
+    pub(crate) homes: Homes,
 }
 
 impl std::fmt::Debug for UndoSpace {
@@ -148,40 +175,58 @@ pub(crate) fn page_err(page: PageId) -> impl Fn(barracuda_page::PageError) -> BT
 }
 
 impl UndoSpace {
-    /// Formats the transaction system page of a new, empty undo tablespace `space` (its first
-    /// allocated page must be [`TRX_SYS_PAGE`]).
+    /// Formats the rollback segment pages of a new, empty undo tablespace `space` — its first
+    /// [`ROLLBACK_SEGMENTS`] allocated pages must be pages 1 to that, the first also the
+    /// transaction system page — in one mini-transaction.
     pub fn create(
         pool: Arc<BufferPool>,
         alloc: Arc<dyn PageAllocator>,
         log: Arc<dyn LogSink>,
         space: SpaceId,
     ) -> Result<Self> {
-        let page_no = alloc.allocate(space, None)?;
-        if page_no != TRX_SYS_PAGE {
-            return Err(BTreeError::Allocation {
-                space,
-                what: format!(
-                    "the undo tablespace's first page is {page_no}, not {TRX_SYS_PAGE}: it is not empty"
-                ),
-            });
-        }
-        let id = PageId::new(space, TRX_SYS_PAGE);
         let page_size = pool.page_size();
+        let mut rsegs = Vec::new();
+        let mut near = None;
+        for i in 0..ROLLBACK_SEGMENTS {
+            let page_no = alloc.allocate(space, near)?;
+            if page_no != TRX_SYS_PAGE + i {
+                return Err(BTreeError::Allocation {
+                    space,
+                    what: format!(
+                        "rollback segment {i} got page {page_no}, not {}: the undo tablespace \
+                         is not empty",
+                        TRX_SYS_PAGE + i
+                    ),
+                });
+            }
+            near = Some(page_no);
+            rsegs.push(Rseg::new(
+                page_no,
+                (0..slot_count(page_size)).rev().collect(),
+            ));
+        }
         {
             let mut mtr = Mtr::new(log.as_ref());
-            let mut guard = pool.create(id)?;
-            TrxSysPage::init(&mut guard[..], page_size, id, 1).map_err(page_err(id))?;
-            mtr.changed(guard);
+            for rseg in &rsegs {
+                let id = PageId::new(space, rseg.page_no);
+                let mut guard = pool.create(id)?;
+                let max_trx_id = u64::from(rseg.page_no == TRX_SYS_PAGE);
+                let mut page = TrxSysPage::init(&mut guard[..], page_size, id, max_trx_id)
+                    .map_err(page_err(id))?;
+                if rseg.page_no == TRX_SYS_PAGE {
+                    page.set_rseg_count(ROLLBACK_SEGMENTS);
+                }
+                mtr.changed(guard);
+            }
             mtr.commit()?;
         }
-        let free_slots = (0..slot_count(page_size)).rev().collect();
         Ok(Self {
             pool,
             alloc,
             log,
             space,
-            free_slots: Mutex::new(free_slots),
-            cached: AtomicU32::new(0),
+            rsegs,
+            homes: Homes::new(),
         })
     }
 
@@ -192,41 +237,72 @@ impl UndoSpace {
         log: Arc<dyn LogSink>,
         space: SpaceId,
     ) -> Result<(Self, UndoSpaceState)> {
-        let id = PageId::new(space, TRX_SYS_PAGE);
         let page_size = pool.page_size();
-        let (state, free_slots, cache_first) = {
-            let guard = pool.get_shared(id)?;
-            let sys = TrxSysPage::open(&guard[..], page_size).map_err(page_err(id))?;
-            let cache_first = sys.cache_first();
-            let active: Vec<(usize, PageNo)> = sys.active_logs().collect();
-            let free_slots: Vec<usize> = (0..slot_count(page_size))
-                .rev()
-                .filter(|i| sys.slot(*i) == FIL_NULL)
-                .collect();
-            let state = UndoSpaceState {
-                max_trx_id: sys.max_trx_id(),
-                active_logs: active.iter().map(|&(_, page)| (page, 0)).collect(),
-                history_len: sys.history_len(),
-            };
-            (state, free_slots, cache_first)
+        let sys_id = PageId::new(space, TRX_SYS_PAGE);
+        let (max_trx_id, count) = {
+            let guard = pool.get_shared(sys_id)?;
+            let sys = TrxSysPage::open(&guard[..], page_size).map_err(page_err(sys_id))?;
+            (sys.max_trx_id(), sys.rseg_count())
         };
+        if !(1..=MAX_RSEGS).contains(&count) {
+            return Err(BTreeError::corrupt(
+                sys_id,
+                format!("{count} rollback segments, expected 1 to {MAX_RSEGS}"),
+            ));
+        }
+        let mut state = UndoSpaceState {
+            max_trx_id,
+            active_logs: Vec::new(),
+            history_len: 0,
+        };
+        let mut rsegs = Vec::new();
+        let mut cache_firsts = Vec::new();
+        for page_no in TRX_SYS_PAGE..=count {
+            let id = PageId::new(space, page_no);
+            let guard = pool.get_shared(id)?;
+            let page = TrxSysPage::open(&guard[..], page_size).map_err(page_err(id))?;
+            state
+                .active_logs
+                .extend(page.active_logs().map(|(_, log)| (log, 0)));
+            state.history_len = state.history_len.saturating_add(page.history_len());
+            let free_slots = (0..slot_count(page_size))
+                .rev()
+                .filter(|i| page.slot(*i) == FIL_NULL)
+                .collect();
+            cache_firsts.push(page.cache_first());
+            rsegs.push(Rseg::new(page_no, free_slots));
+        }
         let undo = Self {
             pool,
             alloc,
             log,
             space,
-            free_slots: Mutex::new(free_slots),
-            cached: AtomicU32::new(0),
+            rsegs,
+            homes: Homes::new(),
         };
-        if cache_first != FIL_NULL {
-            let header = undo.cached_header(cache_first)?;
-            undo.cached.store(header.cache_depth, Ordering::Relaxed);
+        for (rseg, cache_first) in undo.rsegs.iter().zip(cache_firsts) {
+            if cache_first != FIL_NULL {
+                let header = undo.cached_header(cache_first)?;
+                rseg.cached.store(header.cache_depth, Ordering::Relaxed);
+            }
         }
-        let mut state = state;
         for (page, trx_id) in &mut state.active_logs {
             *trx_id = undo.log_header(*page)?.trx_id;
         }
         Ok((undo, state))
+    }
+
+    /// Rollback segments.
+    pub fn rseg_count(&self) -> usize {
+        self.rsegs.len()
+    }
+
+    /// The page of rollback segment `rseg` (an error for a segment that does not exist).
+    pub(crate) fn rseg(&self, rseg: usize) -> Result<&Rseg> {
+        self.rsegs.get(rseg).ok_or_else(|| BTreeError::Allocation {
+            space: self.space,
+            what: format!("no rollback segment {rseg} of {}", self.rsegs.len()),
+        })
     }
 
     /// The undo tablespace's id.
@@ -262,36 +338,29 @@ impl UndoSpace {
         Ok(())
     }
 
-    /// Takes a free slot of the transaction system page.
-    pub(crate) fn take_slot(&self) -> Result<usize> {
-        self.free_slots
-            .lock()
-            .pop()
-            .ok_or_else(|| BTreeError::Allocation {
-                space: self.space,
-                what: format!(
-                    "every one of the {} undo slots is taken: that many transactions are writing",
-                    slot_count(self.pool.page_size())
-                ),
-            })
+    /// Gives back slot `slot` of rollback segment `rseg`.
+    pub(crate) fn return_slot(&self, rseg: usize, slot: usize) {
+        if let Some(r) = self.rsegs.get(rseg) {
+            r.free_slots.lock().push(slot);
+        }
     }
 
     /// Starts the undo log of transaction `trx_id` in a newly allocated header page, named by
-    /// a slot of the transaction system page. Several mini-transactions (the allocation's and
-    /// the log's): the caller makes them one redo commit unit, or a crash could leak the page.
+    /// a slot of a rollback segment. Several mini-transactions (the allocation's and the
+    /// log's): the caller makes them one redo commit unit, or a crash could leak the page.
     pub fn begin_log(&self, trx_id: u64) -> Result<UndoLog> {
-        let slot = self.take_slot()?;
-        let result = self.begin_log_in(trx_id, slot);
+        let (rseg, slot) = take_slot(&self.rsegs, &self.homes, self.space, self.pool.page_size())?;
+        let result = self.begin_log_in(trx_id, rseg, slot);
         if result.is_err() {
-            self.free_slots.lock().push(slot);
+            self.return_slot(rseg, slot);
         }
         result
     }
 
-    fn begin_log_in(&self, trx_id: u64, slot: usize) -> Result<UndoLog> {
+    fn begin_log_in(&self, trx_id: u64, rseg: usize, slot: usize) -> Result<UndoLog> {
         let page_size = self.pool.page_size();
         let page_no = self.alloc.allocate(self.space, None)?;
-        let sys_id = self.page_id(TRX_SYS_PAGE);
+        let sys_id = self.page_id(self.rseg(rseg)?.page_no);
         let id = self.page_id(page_no);
         let mut mtr = Mtr::new(self.log.as_ref());
         let mut sys_guard = self.pool.get_exclusive(sys_id)?;
@@ -308,7 +377,7 @@ impl UndoSpace {
         mtr.changed(sys_guard);
         mtr.changed(header);
         mtr.commit()?;
-        Ok(UndoLog::started(trx_id, page_no, slot))
+        Ok(UndoLog::started(trx_id, page_no, rseg, slot))
     }
 
     /// Appends `record` to `log` (numbered with the log's record count) and returns the roll
@@ -367,7 +436,7 @@ impl UndoSpace {
         };
         mtr.changed(header);
         mtr.commit()?;
-        log.records = records;
+        log.appended(kind, payload);
         Ok(RollPtr {
             page_no,
             offset,
@@ -420,7 +489,7 @@ impl UndoSpace {
             mtr.changed(last);
         }
         mtr.changed(header);
-        log.records += 1;
+        log.appended(kind, payload);
         Ok(Some(RollPtr {
             page_no: log.last_page,
             offset,
@@ -473,17 +542,21 @@ impl UndoSpace {
     }
 
     /// Marks `log` committed with commit number `trx_no`, frees its slot and appends it to
-    /// the history list, in one mini-transaction; returns the LSN its log ends at.
+    /// its rollback segment's history list, in one mini-transaction; returns the LSN its log
+    /// ends at.
     #[expect(
         clippy::needless_pass_by_value,
         reason = "taken by value so that a committed log cannot take more records"
     )]
     pub fn commit(&self, log: UndoLog, trx_no: u64) -> Result<Option<barracuda_page::Lsn>> {
         let UndoLog {
-            first_page, slot, ..
+            first_page,
+            rseg,
+            slot,
+            ..
         } = log;
         let page_size = self.pool.page_size();
-        let sys_id = self.page_id(TRX_SYS_PAGE);
+        let sys_id = self.page_id(self.rseg(rseg)?.page_no);
         let first_id = self.page_id(first_page);
         let mut mtr = Mtr::new(self.log.as_ref());
         let mut sys_guard = self.pool.get_exclusive(sys_id)?;
@@ -520,8 +593,56 @@ impl UndoSpace {
         mtr.changed(sys_guard);
         mtr.changed(header);
         let end = mtr.commit()?;
-        self.free_slots.lock().push(slot);
+        self.return_slot(rseg, slot);
         Ok(end)
+    }
+
+    /// Commits `log` by discarding it, when nothing will need it: its transaction has ended
+    /// with no read view open (so no view will ever read a version it holds —
+    /// [`TrxSystem::commit_seeing_views`](crate::TrxSystem::commit_seeing_views)), purge has
+    /// nothing to do for its records (inserts, and updates whose replaced value was inline),
+    /// it is one page, and its segment's cache has room for that page. Then one
+    /// mini-transaction frees its slot and puts its header page back in the cache: no history
+    /// list, no purge (InnoDB discards insert undo at commit the same way; it keeps update undo
+    /// for purge whatever the views). Returns the LSN the mtr ends at, or gives `log` back,
+    /// with nothing changed, when it must go to the history list
+    /// ([`commit`](Self::commit)).
+    pub fn commit_discarding(
+        &self,
+        log: UndoLog,
+    ) -> Result<std::result::Result<Option<barracuda_page::Lsn>, UndoLog>> {
+        if log.needs_purge || log.last_page != log.first_page {
+            return Ok(Err(log));
+        }
+        let segment = self.rseg(log.rseg)?;
+        let page_size = self.pool.page_size();
+        let sys_id = self.page_id(segment.page_no);
+        let mut mtr = Mtr::new(self.log.as_ref());
+        let mut sys_guard = self.pool.get_exclusive(sys_id)?;
+        // Checked under the segment page's latch, which every change of the cache holds.
+        if segment.cached.load(Ordering::Relaxed) >= CACHED_HEADER_PAGES {
+            return Ok(Err(log));
+        }
+        change_described(
+            &mut mtr,
+            &mut sys_guard,
+            &[trx_sys_slot(log.slot)],
+            |page| {
+                TrxSysPage::open(page, page_size)
+                    .map_err(page_err(sys_id))?
+                    .set_slot(log.slot, FIL_NULL);
+                Ok(())
+            },
+        )?;
+        if !self.cache_header_page(&mut mtr, log.rseg, &mut sys_guard, log.first_page)? {
+            return Err(BTreeError::Log(
+                "the header page cache refused a page it had room for".into(),
+            ));
+        }
+        mtr.changed(sys_guard);
+        let end = mtr.commit()?;
+        self.return_slot(log.rseg, log.slot);
+        Ok(Ok(end))
     }
 
     /// Discards the log of a transaction whose changes were rolled back: frees its slot, then
@@ -532,51 +653,68 @@ impl UndoSpace {
     )]
     pub fn discard(&self, log: UndoLog) -> Result<()> {
         let UndoLog {
-            first_page, slot, ..
+            first_page,
+            rseg,
+            slot,
+            ..
         } = log;
-        self.discard_active(first_page, Some(slot))
+        self.discard_active(first_page, Some((rseg, slot)))
     }
 
     /// Discards an active log found at recovery (after its rollback): the slot naming
     /// `first_page` is freed, then its pages.
     pub fn discard_recovered(&self, first_page: PageNo) -> Result<()> {
-        self.discard_active(first_page, None)
+        let page_size = self.pool.page_size();
+        for (r, rseg) in self.rsegs.iter().enumerate() {
+            let id = self.page_id(rseg.page_no);
+            let guard = self.pool.get_shared(id)?;
+            let slot = TrxSysPage::open(&guard[..], page_size)
+                .map_err(page_err(id))?
+                .active_logs()
+                .find(|&(_, page)| page == first_page)
+                .map(|(i, _)| i);
+            drop(guard);
+            if let Some(slot) = slot {
+                return self.discard_active(first_page, Some((r, slot)));
+            }
+        }
+        // A log no slot names is not a transaction's: leave its pages alone.
+        Ok(())
     }
 
-    fn discard_active(&self, first_page: PageNo, slot: Option<usize>) -> Result<()> {
+    /// Frees slot `slot` of rollback segment `rseg`, which names `first_page`, caching or
+    /// freeing the log's pages.
+    fn discard_active(&self, first_page: PageNo, slot: Option<(usize, usize)>) -> Result<()> {
+        let Some((rseg, slot)) = slot else {
+            return Ok(());
+        };
         let page_size = self.pool.page_size();
         let pages = self.log_pages(first_page)?;
-        let sys_id = self.page_id(TRX_SYS_PAGE);
-        let freed_slot = {
+        let sys_id = self.page_id(self.rseg(rseg)?.page_no);
+        let cached = {
             let mut mtr = Mtr::new(self.log.as_ref());
             let mut sys_guard = self.pool.get_exclusive(sys_id)?;
-            let slot = match slot {
-                Some(slot) => Some(slot),
-                None => TrxSysPage::open(&sys_guard[..], page_size)
-                    .map_err(page_err(sys_id))?
-                    .active_logs()
-                    .find(|&(_, page)| page == first_page)
-                    .map(|(i, _)| i),
-            };
-            if let Some(slot) = slot {
-                change_described(&mut mtr, &mut sys_guard, &[trx_sys_slot(slot)], |page| {
-                    TrxSysPage::open(page, page_size)
-                        .map_err(page_err(sys_id))?
-                        .set_slot(slot, FIL_NULL);
-                    Ok(())
-                })?;
+            let named = TrxSysPage::open(&sys_guard[..], page_size)
+                .map_err(page_err(sys_id))?
+                .slot(slot);
+            if named != first_page {
+                return Err(BTreeError::corrupt(
+                    sys_id,
+                    format!("undo slot {slot} names page {named}, not the log at {first_page}"),
+                ));
             }
-            // A log no slot names is not this transaction's: leave its page alone.
-            let cached =
-                slot.is_some() && self.cache_header_page(&mut mtr, &mut sys_guard, first_page)?;
+            change_described(&mut mtr, &mut sys_guard, &[trx_sys_slot(slot)], |page| {
+                TrxSysPage::open(page, page_size)
+                    .map_err(page_err(sys_id))?
+                    .set_slot(slot, FIL_NULL);
+                Ok(())
+            })?;
+            let cached = self.cache_header_page(&mut mtr, rseg, &mut sys_guard, first_page)?;
             mtr.changed(sys_guard);
             mtr.commit()?;
-            (slot, cached)
+            cached
         };
-        let (freed_slot, cached) = freed_slot;
-        if let Some(slot) = freed_slot {
-            self.free_slots.lock().push(slot);
-        }
+        self.return_slot(rseg, slot);
         self.free_pages(pages.get(usize::from(cached)..).unwrap_or_default())
     }
 

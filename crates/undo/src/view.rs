@@ -142,6 +142,19 @@ impl TrxSystem {
         id: u64,
         persist: impl FnOnce(u64) -> Result<(), E>,
     ) -> Result<u64, E> {
+        self.commit_seeing_views(id, persist).map(|(no, _)| no)
+    }
+
+    /// Commits transaction `id` like [`commit_persisting`](Self::commit_persisting) and says
+    /// whether no read view was open at that moment. Then no view can ever need a version
+    /// this transaction replaced: a view opened from now on sees the transaction, and so reads
+    /// its versions or newer ones (the check and the end of the transaction are one step under
+    /// the mutex every view opens under).
+    pub fn commit_seeing_views<E>(
+        &self,
+        id: u64,
+        persist: impl FnOnce(u64) -> Result<(), E>,
+    ) -> Result<(u64, bool), E> {
         let mut state = self.state.lock();
         let next = state.next + 1;
         if next > state.reserved_below {
@@ -153,7 +166,7 @@ impl TrxSystem {
         state.next = next;
         state.active.remove(&id);
         self.publish(&state);
-        Ok(no)
+        Ok((no, state.views.is_empty()))
     }
 
     /// Ends transaction `id` without committing (its changes were rolled back).

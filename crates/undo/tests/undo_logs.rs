@@ -8,9 +8,11 @@ use std::sync::Arc;
 use barracuda_btree::{testing::MemAllocator, PlaceholderLog};
 use barracuda_buffer_pool::{testing::MemStore, BufferPool, PoolConfig};
 use barracuda_page::{PageSize, UndoKind};
-use barracuda_undo::{RollPtr, UndoSpace};
+use barracuda_undo::{RollPtr, UndoSpace, ROLLBACK_SEGMENTS};
 
 const SPACE: u32 = 9;
+/// Pages a new undo tablespace allocates: its rollback segment pages.
+const RSEGS: u64 = ROLLBACK_SEGMENTS as u64;
 
 struct Fixture {
     pool: Arc<BufferPool>,
@@ -103,6 +105,9 @@ fn a_log_is_active_until_commit_then_in_the_history_in_commit_order() {
     undo.append(&mut a, UndoKind::Insert, 1, b"a").unwrap();
     undo.append(&mut b, UndoKind::Insert, 1, b"b").unwrap();
     let (a_first, b_first) = (a.first_page(), b.first_page());
+    // One thread's logs go to its rollback segment.
+    let r = a.rseg();
+    assert_eq!(b.rseg(), r);
     let (_, state) = fx.reopen();
     let mut active = state.active_logs.clone();
     active.sort_unstable();
@@ -114,23 +119,23 @@ fn a_log_is_active_until_commit_then_in_the_history_in_commit_order() {
     let (_, state) = fx.reopen();
     assert!(state.active_logs.is_empty());
     assert_eq!(state.history_len, 2);
-    let head = undo.history_head().unwrap().unwrap();
+    let head = undo.history_head(r).unwrap().unwrap();
     assert_eq!(
         (head.first_page, head.trx_id, head.trx_no),
         (b_first, 11, 20)
     );
-    undo.remove_history_head(b_first).unwrap();
-    let head = undo.history_head().unwrap().unwrap();
+    undo.remove_history_head(r, b_first).unwrap();
+    let head = undo.history_head(r).unwrap().unwrap();
     assert_eq!((head.first_page, head.trx_no), (a_first, 21));
     assert!(
-        undo.remove_history_head(b_first).is_err(),
+        undo.remove_history_head(r, b_first).is_err(),
         "not the head any more"
     );
-    undo.remove_history_head(a_first).unwrap();
-    assert_eq!(undo.history_head().unwrap(), None);
+    undo.remove_history_head(r, a_first).unwrap();
+    assert_eq!(undo.history_head(r).unwrap(), None);
     assert_eq!(undo.history_len().unwrap(), 0);
-    // The transaction system page, and the two purged logs' header pages in the cache.
-    assert_eq!(fx.alloc.allocated_pages(SPACE), 3);
+    // The rollback segment pages, and the two purged logs' header pages in the cache.
+    assert_eq!(fx.alloc.allocated_pages(SPACE), RSEGS + 2);
     assert_eq!(undo.cached_header_pages(), 2);
 }
 
@@ -150,11 +155,11 @@ fn purged_header_pages_are_cached_and_reused_by_new_logs() {
         undo.append(&mut big, UndoKind::Update, 1, &[7u8; 500])
             .unwrap();
     }
-    let big_first = big.first_page();
+    let (big_first, r) = (big.first_page(), big.rseg());
     undo.commit(big, 3).unwrap();
-    assert!(fx.alloc.allocated_pages(SPACE) > 3);
-    undo.remove_history_head(big_first).unwrap();
-    assert_eq!(fx.alloc.allocated_pages(SPACE), 2);
+    assert!(fx.alloc.allocated_pages(SPACE) > RSEGS + 1);
+    undo.remove_history_head(r, big_first).unwrap();
+    assert_eq!(fx.alloc.allocated_pages(SPACE), RSEGS + 1);
     assert_eq!(undo.cached_header_pages(), 1);
 
     // Reopened, the cache is still there; a new log starts in the cached page, empty.
@@ -163,7 +168,11 @@ fn purged_header_pages_are_cached_and_reused_by_new_logs() {
     let mut log = undo.begin_cached_log(4).unwrap().unwrap();
     assert_eq!(log.first_page(), big_first);
     assert_eq!(undo.cached_header_pages(), 0);
-    assert_eq!(fx.alloc.allocated_pages(SPACE), 2, "nothing allocated");
+    assert_eq!(
+        fx.alloc.allocated_pages(SPACE),
+        RSEGS + 1,
+        "nothing allocated"
+    );
     assert!(undo.records_oldest_first(big_first).unwrap().is_empty());
     let header = undo.log_header(big_first).unwrap();
     assert_eq!(
@@ -198,10 +207,10 @@ fn purged_header_pages_are_cached_and_reused_by_new_logs() {
         undo.commit(log, 1000 + i as u64).unwrap();
     }
     for first in firsts {
-        undo.remove_history_head(first).unwrap();
+        undo.remove_history_head(r, first).unwrap();
     }
     assert_eq!(undo.cached_header_pages(), limit);
-    assert_eq!(fx.alloc.allocated_pages(SPACE), 1 + u64::from(limit));
+    assert_eq!(fx.alloc.allocated_pages(SPACE), RSEGS + u64::from(limit));
     let (undo, _) = fx.reopen();
     assert_eq!(undo.cached_header_pages(), limit);
 }
@@ -215,10 +224,10 @@ fn a_discarded_log_frees_its_slot_and_pages() {
         undo.append(&mut log, UndoKind::Update, 1, &[1u8; 500])
             .unwrap();
     }
-    assert!(fx.alloc.allocated_pages(SPACE) > 3);
+    assert!(fx.alloc.allocated_pages(SPACE) > RSEGS + 1);
     undo.discard(log).unwrap();
     // The header page stays, cached for the next log.
-    assert_eq!(fx.alloc.allocated_pages(SPACE), 2);
+    assert_eq!(fx.alloc.allocated_pages(SPACE), RSEGS + 1);
     assert_eq!(undo.cached_header_pages(), 1);
     assert!(fx.reopen().1.active_logs.is_empty());
 }
@@ -240,7 +249,7 @@ fn a_recovered_active_log_is_discarded_by_its_page() {
     assert!(fx.reopen().1.active_logs.is_empty());
     assert_eq!(
         fx.alloc.allocated_pages(SPACE),
-        2,
+        RSEGS + 1,
         "its header page is cached"
     );
     assert_eq!(undo.cached_header_pages(), 1);

@@ -118,10 +118,10 @@ fn raw_mode_spells_out_a_whole_database() {
 fn the_checker_names_a_damaged_transaction_system_page_of_the_undo_tablespace() {
     let shape = shape(1);
     let undo = u8::try_from(shape.files.len() - 1).expect("few files");
-    // Offsets in the transaction system page (FORMATS §13.3): history_len at 54, slot 0 at 62.
+    // Offsets in the transaction system page (FORMATS §13.3): history_len at 54, slot 0 at 66.
     for (offset, value, what) in [
         (54u16, 999u32, "history list"),
-        (62u16, 3u32, "active slot 0"),
+        (66u16, 3u32, "active slot 0"),
     ] {
         let mut input = vec![2u8, Kind::PutU32 as u8, undo];
         input.extend_from_slice(&1u16.to_le_bytes());

@@ -85,10 +85,13 @@ pub enum PageBody {
         /// The next page of the log, or `FIL_NULL`.
         next: PageNo,
     },
-    /// The transaction system page of the undo tablespace.
+    /// A rollback segment page of the undo tablespace (page 1: also the transaction system
+    /// page).
     TrxSys {
-        /// Every transaction id handed out is below this.
+        /// Every transaction id handed out is below this (0 on segments but the first).
         max_trx_id: u64,
+        /// Rollback segments of the tablespace (0 on segments but the first).
+        rseg_count: u32,
         /// Committed logs waiting for purge.
         history_len: u32,
         /// Undo logs of transactions that have not committed.
@@ -256,6 +259,7 @@ fn decode_body(page_type: PageType, page_no: PageNo, page_size: PageSize, buf: &
         PageType::TrxSys => match barracuda_page::TrxSysPage::open(buf, page_size) {
             Ok(page) => PageBody::TrxSys {
                 max_trx_id: page.max_trx_id(),
+                rseg_count: page.rseg_count(),
                 history_len: page.history_len(),
                 active_logs: page.active_logs().count(),
                 cache_first: page.cache_first(),
@@ -373,13 +377,15 @@ impl fmt::Display for PageView {
             }
             PageBody::TrxSys {
                 max_trx_id,
+                rseg_count,
                 history_len,
                 active_logs,
                 cache_first,
             } => writeln!(
                 f,
-                "transaction system: ids below {max_trx_id}, history list length {history_len}, \
-                 {active_logs} active undo logs, newest cached header page {}",
+                "rollback segment: ids below {max_trx_id}, {rseg_count} segments (page 1 only), \
+                 history list length {history_len}, {active_logs} active undo logs, newest \
+                 cached header page {}",
                 page_no_text(*cache_first)
             ),
             PageBody::Catalog { page } => {

@@ -87,10 +87,11 @@ impl fmt::Display for CheckReport {
         if let Some(u) = &self.undo {
             writeln!(
                 f,
-                "  {:<24} {:>8} pages  history list {}, {} active logs, {} cached header \
-                 pages, {} log pages, ids below {}",
+                "  {:<24} {:>8} pages  {} rollback segments, history list {}, {} active logs, \
+                 {} cached header pages, {} log pages, ids below {}",
                 "(undo tablespace)",
                 u.file_pages,
+                u.rollback_segments,
                 u.history_list_length,
                 u.active_logs,
                 u.cached_header_pages,
@@ -121,7 +122,9 @@ pub struct UndoReport {
     pub file_pages: u32,
     /// The persisted high-water mark of transaction ids and commit numbers.
     pub max_trx_id: u64,
-    /// Committed logs waiting for purge, as the transaction system page counts them.
+    /// Rollback segments (each with its slots, history list and cache of header pages).
+    pub rollback_segments: u32,
+    /// Committed logs waiting for purge, as the rollback segment pages count them.
     pub history_list_length: u32,
     /// Logs of transactions that never committed (the next open rolls them back).
     pub active_logs: u32,

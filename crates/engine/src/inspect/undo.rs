@@ -1,11 +1,14 @@
 //! Checking the undo tablespace offline: its allocation bitmaps, every page verified and
-//! decoded by its type, the transaction system page, every undo log it names (the active slots
-//! and the history list) and its cache of header pages walked page by page, and the bitmaps against the pages those logs
-//! reach. Every walk is bounded by the file's page count, so a crafted loop ends.
+//! decoded by its type, the rollback segment pages (the first also the transaction system
+//! page), every undo log they name (the active slots and the history lists) and their caches
+//! of header pages walked page by page, and the bitmaps against the pages those logs reach.
+//! Every walk is bounded by the file's page count, so a crafted loop ends.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use barracuda_page::space::is_bitmap_page;
+use barracuda_page::trx_sys::MAX_RSEGS;
 use barracuda_page::{
     verify_page, FileHeader, PageError, PageId, PageNo, PageSize, PageType, TrxSysPage,
     UndoLogState, UndoPage, FIL_NULL,
@@ -16,7 +19,7 @@ use super::report::UndoReport;
 use super::{PageReader, Problem, TableReport};
 use crate::layout::{UNDO_FILE, UNDO_SPACE_ID};
 
-/// The transaction system page's number (FORMATS §13).
+/// The transaction system page's number, the first rollback segment's (FORMATS §13.3).
 const TRX_SYS_PAGE: PageNo = 1;
 
 /// Checks `undo.ibu` in `dir`; `None` when there is none (the next open creates it). Problems
@@ -54,7 +57,7 @@ pub(super) fn scan_undo(
 
     // Sequential pass: which pages are undo pages (sound ones), by number.
     let mut undo_pages = vec![false; reader.pages as usize];
-    let mut sys_page = None;
+    let mut rseg_pages = BTreeMap::new();
     for page_no in 0..reader.pages {
         let in_use = bitmaps.used.get(page_no as usize).copied().unwrap_or(false);
         match scan_page(&reader, page_no, in_use && bitmaps.sound) {
@@ -63,7 +66,9 @@ pub(super) fn scan_undo(
                     *u = true;
                 }
             }
-            Ok(Scanned::TrxSys(buf)) => sys_page = Some(buf),
+            Ok(Scanned::TrxSys(buf)) => {
+                rseg_pages.insert(page_no, buf);
+            }
             Ok(Scanned::Other) => {}
             Err(reason) => {
                 report.bad_pages += 1;
@@ -71,19 +76,11 @@ pub(super) fn scan_undo(
             }
         }
     }
-    let Some(sys_buf) = sys_page else {
-        problems.push(reader.problem(Some(TRX_SYS_PAGE), "not a transaction system page"));
+    let Some(segments) = rollback_segments(&reader, &rseg_pages, problems) else {
         return Some(report);
     };
-    let sys = match TrxSysPage::open(&sys_buf[..], page_size) {
-        Ok(sys) => sys,
-        Err(e) => {
-            problems.push(reader.problem(Some(TRX_SYS_PAGE), e.to_string()));
-            return Some(report);
-        }
-    };
-    report.max_trx_id = sys.max_trx_id();
-    report.history_list_length = sys.history_len();
+    report.rollback_segments = segments.len() as u32;
+    report.max_trx_id = segments.first().map_or(0, |(_, sys)| sys.max_trx_id());
 
     // The logs: every page they reach is an undo page of theirs, reached once.
     let mut reached = vec![false; reader.pages as usize];
@@ -94,31 +91,40 @@ pub(super) fn scan_undo(
         problems,
         max_trx_id: report.max_trx_id,
     };
-    for (slot, first) in sys.active_logs() {
-        report.active_logs += 1;
-        walk.log(first, UndoLogState::Active, &format!("active slot {slot}"));
+    for &(page_no, ref sys) in &segments {
+        report.history_list_length = report.history_list_length.saturating_add(sys.history_len());
+        for (slot, first) in sys.active_logs() {
+            report.active_logs += 1;
+            walk.log(
+                first,
+                UndoLogState::Active,
+                &format!("active slot {slot} of rollback segment page {page_no}"),
+            );
+        }
+        let (mut next, mut found) = (sys.history_first(), 0u32);
+        let mut last = FIL_NULL;
+        while next != FIL_NULL && found <= reader.pages {
+            found += 1;
+            last = next;
+            next = walk
+                .log(next, UndoLogState::Committed, "a history list")
+                .unwrap_or(FIL_NULL);
+        }
+        if found != sys.history_len() || last != sys.history_last() {
+            walk.problems.push(walk.reader.problem(
+                Some(page_no),
+                format!(
+                    "the history list holds {found} logs ending at page {last}, its rollback \
+                     segment page says {} ending at page {}",
+                    sys.history_len(),
+                    sys.history_last()
+                ),
+            ));
+        }
+        report.cached_header_pages = report
+            .cached_header_pages
+            .saturating_add(walk.cache(sys.cache_first()));
     }
-    let (mut next, mut found) = (sys.history_first(), 0u32);
-    let mut last = FIL_NULL;
-    while next != FIL_NULL && found <= reader.pages {
-        found += 1;
-        last = next;
-        next = walk
-            .log(next, UndoLogState::Committed, "the history list")
-            .unwrap_or(FIL_NULL);
-    }
-    if found != sys.history_len() || last != sys.history_last() {
-        walk.problems.push(walk.reader.problem(
-            Some(TRX_SYS_PAGE),
-            format!(
-                "the history list holds {found} logs ending at page {last}, the transaction \
-                 system page says {} ending at page {}",
-                sys.history_len(),
-                sys.history_last()
-            ),
-        ));
-    }
-    report.cached_header_pages = walk.cache(sys.cache_first());
     report.log_pages = reached.iter().filter(|&&r| r).count() as u32;
 
     // Bitmaps against the logs: an undo page no log reaches has leaked.
@@ -174,7 +180,7 @@ fn scan_page(
             "page type {:?} where an allocation bitmap belongs",
             header.page_type
         )),
-        PageType::TrxSys if page_no == TRX_SYS_PAGE => Ok(Scanned::TrxSys(buf)),
+        PageType::TrxSys => Ok(Scanned::TrxSys(buf)),
         _ if page_no == TRX_SYS_PAGE => Err(format!(
             "page type {:?} where the transaction system page belongs",
             header.page_type
@@ -191,6 +197,62 @@ fn scan_page(
         }
         other => Err(format!("{other:?} page in the undo tablespace")),
     }
+}
+
+/// A rollback segment page's number and the page, decoded.
+type RollbackSegment<'b> = (PageNo, TrxSysPage<&'b [u8]>);
+
+/// The rollback segment pages, in order, decoded: pages `1..=count` as page 1 counts them, each
+/// of type `TrxSys`, and no other page of that type. `None` (with a problem) when page 1 is
+/// unusable; a missing or broken later segment is a problem and is left out.
+fn rollback_segments<'b>(
+    reader: &PageReader,
+    rseg_pages: &'b BTreeMap<PageNo, Vec<u8>>,
+    problems: &mut Vec<Problem>,
+) -> Option<Vec<RollbackSegment<'b>>> {
+    let page_size = reader.page_size;
+    let Some(sys_buf) = rseg_pages.get(&TRX_SYS_PAGE) else {
+        problems.push(reader.problem(Some(TRX_SYS_PAGE), "not a transaction system page"));
+        return None;
+    };
+    let sys = match TrxSysPage::open(&sys_buf[..], page_size) {
+        Ok(sys) => sys,
+        Err(e) => {
+            problems.push(reader.problem(Some(TRX_SYS_PAGE), e.to_string()));
+            return None;
+        }
+    };
+    let count = sys.rseg_count();
+    if !(1..=MAX_RSEGS).contains(&count) {
+        problems.push(reader.problem(
+            Some(TRX_SYS_PAGE),
+            format!("{count} rollback segments, expected 1 to {MAX_RSEGS}"),
+        ));
+        return None;
+    }
+    let mut segments = vec![(TRX_SYS_PAGE, sys)];
+    for page_no in (TRX_SYS_PAGE + 1)..=count {
+        let Some(buf) = rseg_pages.get(&page_no) else {
+            problems.push(reader.problem(
+                Some(page_no),
+                format!("not a rollback segment page (page 1 counts {count} segments)"),
+            ));
+            continue;
+        };
+        match TrxSysPage::open(&buf[..], page_size) {
+            Ok(page) => segments.push((page_no, page)),
+            Err(e) => problems.push(reader.problem(Some(page_no), e.to_string())),
+        }
+    }
+    for &page_no in rseg_pages.keys() {
+        if page_no > count {
+            problems.push(reader.problem(
+                Some(page_no),
+                format!("a rollback segment page beyond the {count} that page 1 counts"),
+            ));
+        }
+    }
+    Some(segments)
 }
 
 /// Walks logs page by page, marking what they reach.
