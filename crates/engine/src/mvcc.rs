@@ -115,7 +115,13 @@ impl Mvcc {
     /// (`UndoSpace::commit_discarding`). The log changes in one mini-transaction (and possibly
     /// one before it raising the persisted id mark, which stands alone): returns the LSN it
     /// ends at.
-    pub(crate) fn commit(&self, trx_id: u64, log: UndoLog) -> Result<Option<barracuda_page::Lsn>> {
+    ///
+    /// Also says whether the log went to the history list (purge has work to do).
+    pub(crate) fn commit(
+        &self,
+        trx_id: u64,
+        log: UndoLog,
+    ) -> Result<(Option<barracuda_page::Lsn>, bool)> {
         let (no, no_view_open) = self
             .trx
             .commit_seeing_views(trx_id, |to| self.undo.raise_max_trx_id(to))
@@ -126,14 +132,14 @@ impl Mvcc {
                     self.purge
                         .discarded_at_commit
                         .fetch_add(1, Ordering::Relaxed);
-                    return Ok(end);
+                    return Ok((end, false));
                 }
                 Err(log) => log,
             }
         } else {
             log
         };
-        self.undo.commit(log, no).map_err(undo_err)
+        Ok((self.undo.commit(log, no).map_err(undo_err)?, true))
     }
 
     /// Applies `key → value` (or its deletion) to `tree` for transaction `trx_id`, writing the

@@ -367,10 +367,11 @@ impl<'e> Transaction<'e> {
             inner.counters.rollbacks.fetch_add(1, Ordering::Relaxed);
             return Err(Error::StaleTable(name));
         }
-        // One mtr (no unit, no engine-wide lock): the log into the history list. Failing
-        // part-way it leaves the pages it latched poisoned, so the engine turns read-only.
+        // One mtr (no unit, no engine-wide lock): the log into the history list, or discarded
+        // when nothing will need it. Failing part-way it leaves the pages it latched
+        // poisoned, so the engine turns read-only.
         inner.check_writable_for_lone_mtr(512)?;
-        let commit_end = inner.mvcc.commit(writer.id, log).inspect_err(|err| {
+        let (commit_end, to_history) = inner.mvcc.commit(writer.id, log).inspect_err(|err| {
             inner.poison(format!("a commit failed part-way: {err}"));
         })?;
         let counters = &inner.counters;
@@ -382,7 +383,9 @@ impl<'e> Transaction<'e> {
             .fetch_add(writer.deleted, Ordering::Relaxed);
         counters.commits.fetch_add(1, Ordering::Relaxed);
         writer.locks.release_all();
-        inner.purge_worker.nudge();
+        if to_history {
+            inner.purge_worker.nudge();
+        }
         let log = inner.log.log();
         if let Some(end) = commit_end.filter(|_| log.durability() != RedoDurability::None) {
             // The commit's mtr may have joined another thread's open unit: it is recoverable
