@@ -58,8 +58,8 @@ pub(crate) struct RedoSink {
     /// One above the log's end when the open unit began (pages whose newest change is at or
     /// above it hold the unit's changes), `Lsn::MAX` when none is open (read by page writers).
     barrier: AtomicU64,
-    /// The ends of the units (and lone mtrs) closed since the log was last known durable past
-    /// them, ascending; older ones are dropped every [`TRIM_EVERY`] closes.
+    /// The ends of the units closed since the log was last known durable past them,
+    /// ascending; older ones are dropped every [`TRIM_EVERY`] closes.
     unit_ends: Mutex<VecDeque<Lsn>>,
     /// Pages the open unit allocated that were free when it began: they may be written before
     /// the unit completes (if it never does, they are free again and their bytes irrelevant).
@@ -256,7 +256,10 @@ impl RedoSink {
     /// The LSN the log must be durable up to before a page whose newest change is `newest` is
     /// written: the end of the unit that change belongs to — the first unit end at or above
     /// `newest`, since units do not interleave. With none (the change is in the open unit, whose
-    /// pages the write barrier holds back, or a dropped end was durable anyway) `newest`.
+    /// pages the write barrier holds back, or a dropped end was durable anyway) `newest`. A
+    /// change made by a lone mtr outside any unit is recorded in no list: the answer is then the
+    /// next unit's end or `newest`, which is at or above that mtr's end — waiting for more log
+    /// than needed at worst, never less.
     pub(crate) fn durable_lsn_for_page(&self, newest: Lsn) -> Lsn {
         let ends = self.unit_ends.lock();
         let i = ends.partition_point(|&end| end < newest);
@@ -435,7 +438,13 @@ impl LogSink for RedoSink {
                     open.last = Some(range);
                     self.unit_mtrs.fetch_add(1, Ordering::Relaxed);
                 }
-                None => self.unit_closed(range.1),
+                // A lone mtr outside any unit is recoverable once appended whole: only the
+                // high-water mark moves (a mutex per mtr less than recording its end with the
+                // units'; `durable_lsn_for_page` then answers the next unit end or the change's
+                // own LSN, either at or above this mtr's end).
+                None => {
+                    self.last_closed.fetch_max(range.1, Ordering::Release);
+                }
             }
             range
         };
@@ -544,6 +553,23 @@ mod tests {
         assert_eq!(sink.durable_lsn_for_page(a2.end), end_a);
         assert_eq!(sink.durable_lsn_for_page(b1.end), end_b);
         assert_eq!(sink.durable_lsn_for_page(lone.end), lone.end);
+        assert_eq!(
+            sink.wait_recoverable(lone.end),
+            Some(lone.end),
+            "a lone mtr outside any unit is recoverable at once"
+        );
+        // Lone mtrs' ends are not recorded with the units': a later unit's end answers for
+        // them, never less than their own.
+        sink.begin_unit();
+        mtr(&sink, 6);
+        let end_c = sink.end_unit().unwrap().unwrap();
+        assert_eq!(sink.durable_lsn_for_page(lone.end), end_c);
+        assert!(end_c > lone.end);
+        assert_eq!(
+            sink.durable_lsn_for_page(b2.end),
+            end_b,
+            "units keep their own"
+        );
     }
 
     /// A model of the pool's flush list: oldest modification → pages.
