@@ -222,6 +222,10 @@ struct Shared {
     appends: AtomicU64,
     writes: AtomicU64,
     fsyncs: AtomicU64,
+    /// `next_lsn` and the checkpoint's LSN, stored under `state` each time they change, for
+    /// [`RedoLog::checkpoint_age_estimate`] (read without the mutex every appender takes).
+    next_lsn_hint: AtomicU64,
+    checkpoint_lsn_hint: AtomicU64,
 }
 
 /// An open redo log: append mtrs, make them durable, write checkpoints. Cheap to share: every
@@ -353,6 +357,8 @@ impl RedoLog {
             appends: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             fsyncs: AtomicU64::new(0),
+            next_lsn_hint: AtomicU64::new(end),
+            checkpoint_lsn_hint: AtomicU64::new(checkpoint.lsn),
         });
         let background = (durability != Durability::Sync).then(|| {
             let shared = shared.clone();
@@ -410,6 +416,7 @@ impl RedoLog {
                 let start = st.next_lsn;
                 format::encode_frame(start, mtr, continues, &mut st.buf);
                 st.next_lsn += frame;
+                s.next_lsn_hint.store(st.next_lsn, Ordering::Relaxed);
                 s.appends.fetch_add(1, Ordering::Relaxed);
                 st.appended_since += 1;
                 if st.appended_since >= st.released {
@@ -539,6 +546,7 @@ impl RedoLog {
         match result {
             Ok(()) => {
                 st.checkpoint = cp;
+                s.checkpoint_lsn_hint.store(cp.lsn, Ordering::Relaxed);
                 Ok(())
             }
             Err(e) => Err(s.fail(&mut st, e)),
@@ -564,6 +572,15 @@ impl RedoLog {
     pub fn checkpoint_age(&self) -> u64 {
         let st = self.shared.state.lock();
         st.next_lsn - st.checkpoint.lsn
+    }
+
+    /// [`checkpoint_age`](Self::checkpoint_age) without the log's mutex, for checks made at
+    /// every mtr (is there room, must the page cleaner hurry). Approximate: it may lag the
+    /// exact age by the appends of other threads in flight, a few frames.
+    pub fn checkpoint_age_estimate(&self) -> u64 {
+        let s = &self.shared;
+        let next = s.next_lsn_hint.load(Ordering::Relaxed);
+        next.saturating_sub(s.checkpoint_lsn_hint.load(Ordering::Relaxed))
     }
 
     /// Bytes that can still be appended (frames included) before the checkpoint must advance.

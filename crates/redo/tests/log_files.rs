@@ -51,6 +51,9 @@ fn round_trip_across_several_wraps() {
         tag += 1;
         let (start, _) = log.commit(&m).unwrap();
         since_checkpoint.push((start, m));
+        // With no other thread appending, the lock-free estimate is exact, across checkpoints
+        // and wraps.
+        assert_eq!(log.checkpoint_age_estimate(), log.checkpoint_age());
         if log.checkpoint_age() > log.capacity() / 2 {
             let keep = since_checkpoint.len() - 3;
             let cut = since_checkpoint[keep].0;

@@ -263,8 +263,10 @@ impl EngineInner {
         let log = self.log.log();
         // Every dirty page's oldest change is at or after the checkpoint, so a checkpoint age
         // under both limits answers without the flush list's mutex (which every mtr's pages
-        // take), one lock instead of three per call: writers call this at every row.
-        let age = log.checkpoint_age() + unit_bytes;
+        // take) — and without the log's (which every append takes): writers call this at every
+        // row. The estimate may lag the exact age by a few frames in flight; both limits sit
+        // far below the log's capacity, which the append itself enforces under the mutex.
+        let age = log.checkpoint_age_estimate() + unit_bytes;
         if age < points.max_modified_age_sync && age < points.max_checkpoint_age_async {
             return None;
         }
