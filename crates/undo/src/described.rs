@@ -13,11 +13,11 @@
 
 use std::ops::Range;
 
-use barracuda_btree::{IndexChange, Mtr, Result};
+use barracuda_btree::{BTreeError, IndexChange, Mtr, Result};
 use barracuda_buffer_pool::ExclusiveGuard;
 use barracuda_page::trx_sys::OFF_SLOTS;
 use barracuda_page::undo::UNDO_LOG_DATA;
-use barracuda_page::FIL_HEADER_SIZE;
+use barracuda_page::{PageNo, PageSize, TrxSysPage, FIL_HEADER_SIZE};
 
 /// The fixed fields of the transaction system page (id mark, history list, header page cache).
 pub(crate) const TRX_SYS_FIELDS: Range<usize> = FIL_HEADER_SIZE..OFF_SLOTS;
@@ -26,6 +26,24 @@ pub(crate) const TRX_SYS_FIELDS: Range<usize> = FIL_HEADER_SIZE..OFF_SLOTS;
 pub(crate) fn trx_sys_slot(slot: usize) -> Range<usize> {
     let at = OFF_SLOTS + 4 * slot;
     at..at + 4
+}
+
+/// Sets slot `slot` of the rollback segment page latched by `guard` to `page_no` (`FIL_NULL`:
+/// free), described to `mtr`. Call before handing the guard to the mtr.
+pub(crate) fn set_slot_described(
+    mtr: &mut Mtr<'_>,
+    guard: &mut ExclusiveGuard<'_>,
+    slot: usize,
+    page_no: PageNo,
+    page_size: PageSize,
+) -> Result<()> {
+    let id = guard.page_id();
+    change_described(mtr, guard, &[trx_sys_slot(slot)], |page| {
+        TrxSysPage::open(page, page_size)
+            .map_err(|source| BTreeError::Page { page: id, source })?
+            .set_slot(slot, page_no);
+        Ok(())
+    })
 }
 
 /// The page fields and log header of an undo page (a log header page's; a larger range than

@@ -24,7 +24,9 @@ use barracuda_page::{
     PageId, PageNo, Record, SpaceId, TrxSysPage, UndoKind, UndoPage, UndoRecord, ValueRef, FIL_NULL,
 };
 
-use crate::described::{change_described, trx_sys_slot, TRX_SYS_FIELDS, UNDO_FIELDS};
+use crate::described::{
+    change_described, set_slot_described, trx_sys_slot, TRX_SYS_FIELDS, UNDO_FIELDS,
+};
 use crate::roll_ptr::RollPtr;
 use crate::rseg::{take_slot, Homes, Rseg, ROLLBACK_SEGMENTS};
 
@@ -368,12 +370,7 @@ impl UndoSpace {
         let mut page = UndoPage::init(&mut header[..], page_size, id, page_no, FIL_NULL)
             .map_err(page_err(id))?;
         page.init_log_header(trx_id);
-        change_described(&mut mtr, &mut sys_guard, &[trx_sys_slot(slot)], |sys| {
-            TrxSysPage::open(sys, page_size)
-                .map_err(page_err(sys_id))?
-                .set_slot(slot, page_no);
-            Ok(())
-        })?;
+        set_slot_described(&mut mtr, &mut sys_guard, slot, page_no, page_size)?;
         mtr.changed(sys_guard);
         mtr.changed(header);
         mtr.commit()?;
@@ -615,26 +612,13 @@ impl UndoSpace {
             return Ok(Err(log));
         }
         let segment = self.rseg(log.rseg)?;
-        let page_size = self.pool.page_size();
-        let sys_id = self.page_id(segment.page_no);
         let mut mtr = Mtr::new(self.log.as_ref());
-        let mut sys_guard = self.pool.get_exclusive(sys_id)?;
+        let mut sys_guard = self.pool.get_exclusive(self.page_id(segment.page_no))?;
         // Checked under the segment page's latch, which every change of the cache holds.
         if segment.cached.load(Ordering::Relaxed) >= CACHED_HEADER_PAGES {
             return Ok(Err(log));
         }
-        change_described(
-            &mut mtr,
-            &mut sys_guard,
-            &[trx_sys_slot(log.slot)],
-            |page| {
-                TrxSysPage::open(page, page_size)
-                    .map_err(page_err(sys_id))?
-                    .set_slot(log.slot, FIL_NULL);
-                Ok(())
-            },
-        )?;
-        if !self.cache_header_page(&mut mtr, log.rseg, &mut sys_guard, log.first_page)? {
+        if !self.release_slot(&mut mtr, log.rseg, &mut sys_guard, log.slot, log.first_page)? {
             return Err(BTreeError::Log(
                 "the header page cache refused a page it had room for".into(),
             ));
@@ -703,19 +687,29 @@ impl UndoSpace {
                     format!("undo slot {slot} names page {named}, not the log at {first_page}"),
                 ));
             }
-            change_described(&mut mtr, &mut sys_guard, &[trx_sys_slot(slot)], |page| {
-                TrxSysPage::open(page, page_size)
-                    .map_err(page_err(sys_id))?
-                    .set_slot(slot, FIL_NULL);
-                Ok(())
-            })?;
-            let cached = self.cache_header_page(&mut mtr, rseg, &mut sys_guard, first_page)?;
+            let cached = self.release_slot(&mut mtr, rseg, &mut sys_guard, slot, first_page)?;
             mtr.changed(sys_guard);
             mtr.commit()?;
             cached
         };
         self.return_slot(rseg, slot);
         self.free_pages(pages.get(usize::from(cached)..).unwrap_or_default())
+    }
+
+    /// Inside `mtr`, holding rollback segment `rseg`'s page (`sys_guard`): clears slot `slot`,
+    /// which names the log at `first_page`, and offers that header page to the segment's cache
+    /// (returns whether it took it; the caller then frees every other page of the log).
+    fn release_slot<'a>(
+        &'a self,
+        mtr: &mut Mtr<'a>,
+        rseg: usize,
+        sys_guard: &mut barracuda_buffer_pool::ExclusiveGuard<'a>,
+        slot: usize,
+        first_page: PageNo,
+    ) -> Result<bool> {
+        let page_size = self.pool.page_size();
+        set_slot_described(mtr, sys_guard, slot, FIL_NULL, page_size)?;
+        self.cache_header_page(mtr, rseg, sys_guard, first_page)
     }
 
     pub(crate) fn free_pages(&self, pages: &[PageNo]) -> Result<()> {
