@@ -290,7 +290,8 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
         self.len() == 0
     }
 
-    pub(crate) fn heap_top(&self) -> usize {
+    /// Offset of the first byte after the record heap (`72 <= heap_top <= dir_start`).
+    pub fn heap_top(&self) -> usize {
         usize::from(self.hdr_u16(OFF_HEAP_TOP))
     }
 
@@ -309,8 +310,10 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
         (self.page_size.bytes() - FIL_TRAILER_SIZE).saturating_sub(SLOT_SIZE * (i + 1))
     }
 
-    /// The record offset stored in slot `i`.
-    pub(crate) fn slot(&self, i: usize) -> usize {
+    /// The record offset stored in slot `i` (the offset of the `i`-th smallest key's record).
+    /// Reads the slot directory without a bounds check against [`len`](Self::len): `i` must be
+    /// below it for the answer to mean anything.
+    pub fn slot(&self, i: usize) -> usize {
         usize::from(self.hdr_u16(self.slot_pos(i)))
     }
 
