@@ -25,7 +25,7 @@ impl Default for Codec {
 }
 
 impl Codec {
-    /// The code stored in the block header (FORMATS §15.1).
+    /// The code stored in the block header (FORMATS §14.1).
     pub const fn code(self) -> u8 {
         match self {
             Self::Zlib { .. } => CODE_DEFLATE,

@@ -1,4 +1,4 @@
-//! Where things are in a compressed block (FORMATS §15): the header fields, the per-record
+//! Where things are in a compressed block (FORMATS §14): the header fields, the per-record
 //! trailer, and the checks a block read from disk must pass before anything else reads it.
 
 use barracuda_page::header::{

@@ -6,7 +6,7 @@
 //! makes to the frame; when one fails with [`RowCompressionError::LogFull`] it recompresses
 //! the frame, and when that fails with [`RowCompressionError::DoesNotFit`] it splits the page.
 //!
-//! The block (FORMATS §15): the page's FIL header and index header, uncompressed; the stream
+//! The block (FORMATS §14): the page's FIL header and index header, uncompressed; the stream
 //! (deflate or LZ4) of the record heap and slot directory as they were at compression; the
 //! log of changes since; zeros; the trailer — per record, in key order, the first byte
 //! (kind and delete mark), `trx_id` and `roll_ptr` of a leaf record or the child page of an

@@ -8,7 +8,7 @@
 //! entry kinds (write record, clear record) because its records are found by heap number;
 //! ours carries positions, since the page's slot directory is dense and ordered.
 //!
-//! Entry (FORMATS §15.3): a tag byte (never 0), then varints and bytes. 0 ends the log.
+//! Entry (FORMATS §14.3): a tag byte (never 0), then varints and bytes. 0 ends the log.
 
 use barracuda_page::{IndexPage, PageError, PageSize, Record};
 

@@ -18,7 +18,7 @@ use crate::layout::{
 use crate::mlog::Entry;
 use crate::BlockSize;
 
-/// A compressed index page: a block of KEY_BLOCK_SIZE bytes (FORMATS §15) holding the page's
+/// A compressed index page: a block of KEY_BLOCK_SIZE bytes (FORMATS §14) holding the page's
 /// header, its records' compressed stream, a modification log and the uncompressed per-record
 /// trailer (transaction fields, delete marks, child pages, overflow references).
 #[derive(Clone, Debug, PartialEq, Eq)]
