@@ -35,7 +35,7 @@ mod error;
 pub mod fuzzing;
 
 use barracuda_page::{seal_page, FileHeader, PageId, PageSize, FIL_HEADER_SIZE, FIL_TRAILER_SIZE};
-use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
+use libdeflater::{CompressionError, CompressionLvl, Compressor, Decompressor};
 
 pub use envelope::{
     is_page_compressed, verify_envelope, AlgorithmCode, EnvelopeHeader, PAGE_COMPRESSED,
@@ -90,8 +90,8 @@ pub enum Compressed {
 /// Reusable codec state (deflate streams are worth keeping: allocating one costs more than
 /// compressing a small page). One per thread.
 pub struct PageCompressor {
-    deflate: Option<(u8, Compress)>,
-    inflate: Decompress,
+    deflate: Option<(u8, Compressor)>,
+    inflate: Decompressor,
     /// LZ4's output: `lz4_flex` wants room for the worst case, more than a page.
     lz4_out: Vec<u8>,
 }
@@ -115,7 +115,7 @@ impl PageCompressor {
     pub fn new() -> Self {
         Self {
             deflate: None,
-            inflate: Decompress::new(false),
+            inflate: Decompressor::new(),
             lz4_out: Vec::new(),
         }
     }
@@ -196,27 +196,22 @@ impl PageCompressor {
             }
             Algorithm::Zlib { level } => {
                 let level = level.clamp(1, 9);
-                let stream = match &mut self.deflate {
-                    Some((l, stream)) if *l == level => {
-                        stream.reset();
-                        stream
-                    }
+                let compressor = match &mut self.deflate {
+                    Some((l, c)) if *l == level => c,
                     slot => {
-                        let (_, stream) = slot.insert((
-                            level,
-                            Compress::new(Compression::new(u32::from(level)), false),
-                        ));
-                        stream
+                        let lvl = CompressionLvl::new(i32::from(level)).map_err(|e| {
+                            PageCompressionError::Codec {
+                                page: id,
+                                what: format!("deflate level {level}: {e:?}"),
+                            }
+                        })?;
+                        &mut slot.insert((level, Compressor::new(lvl))).1
                     }
                 };
-                match stream.compress(body, dst, FlushCompress::Finish) {
-                    Ok(Status::StreamEnd) => Ok(usize::try_from(stream.total_out()).ok()),
+                match compressor.deflate_compress(body, dst) {
+                    Ok(n) => Ok(Some(n)),
                     // Output full before the end: it does not fit.
-                    Ok(Status::Ok | Status::BufError) => Ok(None),
-                    Err(e) => Err(PageCompressionError::Codec {
-                        page: id,
-                        what: e.to_string(),
-                    }),
+                    Err(CompressionError::InsufficientSpace) => Ok(None),
                 }
             }
         }
@@ -255,21 +250,12 @@ impl PageCompressor {
                 }
             }
             AlgorithmCode::Zlib => {
-                self.inflate.reset(false);
-                let status = self
+                let n = self
                     .inflate
-                    .decompress(payload, body, FlushDecompress::Finish)
-                    .map_err(|e| bad(e.to_string()))?;
-                let (read, written) = (self.inflate.total_in(), self.inflate.total_out());
-                if status != Status::StreamEnd
-                    || written != body_len as u64
-                    || read != payload.len() as u64
-                {
-                    return Err(bad(format!(
-                        "{written} bytes from {read} of {} (stream {status:?}), a page body is \
-                         {body_len}",
-                        payload.len()
-                    )));
+                    .deflate_decompress(payload, body)
+                    .map_err(|e| bad(format!("the deflate stream is damaged: {e}")))?;
+                if n != body_len {
+                    return Err(bad(format!("{n} bytes, a page body is {body_len}")));
                 }
             }
         }
