@@ -33,6 +33,7 @@
 // every access says what it relies on (`get` + a typed error or a documented invariant).
 #![deny(clippy::indexing_slicing)]
 
+pub mod buddy;
 mod config;
 mod descriptor;
 mod error;
