@@ -52,6 +52,8 @@ pub(crate) const CODE_LZ4: u8 = 2;
 pub(crate) struct Codecs {
     deflate: Option<(u8, Compress)>,
     inflate: Decompress,
+    /// LZ4's output before it is known to fit (see [`Codecs::compress`]).
+    lz4_scratch: Vec<u8>,
 }
 
 impl Codecs {
@@ -59,6 +61,7 @@ impl Codecs {
         Self {
             deflate: None,
             inflate: Decompress::new(false),
+            lz4_scratch: Vec::new(),
         }
     }
 
@@ -80,12 +83,34 @@ impl Codecs {
                         c
                     }
                 };
-                match stream.compress(input, out, FlushCompress::Finish) {
+                let done = match stream.compress(input, out, FlushCompress::Finish) {
                     Ok(Status::StreamEnd) => usize::try_from(stream.total_out()).ok(),
                     _ => None,
+                };
+                if done.is_none() {
+                    // A stream stopped for want of room is not reused: zlib-rs (0.6.8) can
+                    // panic in a later `compress` on a state `reset` after such a stream
+                    // ("buf.len() must fit in remaining()", found by the testkit's laws).
+                    self.deflate = None;
                 }
+                done
             }
-            Codec::Lz4 => lz4_flex::block::compress_into(input, out).ok(),
+            Codec::Lz4 => {
+                // lz4_flex refuses an output buffer smaller than its worst case
+                // (`get_maximum_output_size`, 110 % of the input and more) before compressing
+                // anything: given the block's room directly, LZ4 would fit only pages whose
+                // records fit uncompressed. Compress into a buffer of the worst case, then keep
+                // the stream if it fits.
+                let bound = lz4_flex::block::get_maximum_output_size(input.len());
+                if out.len() >= bound {
+                    return lz4_flex::block::compress_into(input, out).ok();
+                }
+                self.lz4_scratch.resize(bound, 0);
+                let n = lz4_flex::block::compress_into(input, &mut self.lz4_scratch).ok()?;
+                out.get_mut(..n)?
+                    .copy_from_slice(self.lz4_scratch.get(..n)?);
+                Some(n)
+            }
         }
     }
 
@@ -132,6 +157,30 @@ impl Codecs {
             other => Err(format!(
                 "unknown codec {other} (expected 1 deflate or 2 LZ4)"
             )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A compressible input whose stream fits a buffer much smaller than the input: both codecs
+    /// compress into it (LZ4 once refused any buffer below 110 % of the input), and a buffer
+    /// too small for the stream is refused.
+    #[test]
+    fn a_stream_smaller_than_its_input_fits_a_small_buffer() {
+        let input: Vec<u8> = b"a row of a compressed page; ".repeat(100);
+        let mut codecs = Codecs::new();
+        for codec in [Codec::Zlib { level: 6 }, Codec::Lz4] {
+            let mut out = vec![0u8; input.len() / 4];
+            let n = codecs.compress(codec, &input, &mut out).unwrap();
+            let mut back = vec![0u8; input.len()];
+            codecs
+                .decompress(codec.code(), &out[..n], &mut back)
+                .unwrap();
+            assert_eq!(back, input, "{}", codec.name());
+            assert_eq!(codecs.compress(codec, &input, &mut out[..n - 1]), None);
         }
     }
 }

@@ -47,6 +47,8 @@ mod bytes;
 mod codec;
 mod compress;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod layout;
 mod mlog;
 mod padding;

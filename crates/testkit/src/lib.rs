@@ -8,6 +8,8 @@
 //! - [`laws`]: `law_*` functions returning `Result<(), TestCaseError>`, to call inside
 //!   `proptest!` with `?`: encode∘decode round trips, bit-flip detection, index operations
 //!   against a `BTreeMap` model, splits preserving records, decoders total on arbitrary bytes;
+//! - [`compression_laws`] and [`row_compression_laws`]: the laws of page compression (the
+//!   envelope) and of row-format compression (blocks, modification log, adaptive padding);
 //! - [`model`]: owned records ([`OwnedRecord`]), the operations ([`IndexOp`]) and the model
 //!   ([`IndexModel`]);
 //! - [`fuzz_targets`]: what each target in `fuzz/fuzz_targets/` runs on its input, shared with
@@ -65,6 +67,7 @@ pub mod crash;
 pub mod fuzz_targets;
 pub mod laws;
 pub mod model;
+pub mod row_compression_laws;
 pub mod strategy;
 
 pub use model::{IndexModel, IndexOp, OwnedRecord, OwnedValue};

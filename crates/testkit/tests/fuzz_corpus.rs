@@ -13,13 +13,18 @@ use std::path::{Path, PathBuf};
 /// own test: `open_path` needs the whole engine (`barracuda::fuzzing`,
 /// crates/engine/tests/fuzz_open_corpus.rs), the redo targets the redo crate
 /// (`barracuda_redo::fuzzing`, crates/redo/tests/fuzz_redo_corpus.rs), `doublewrite_file` the
-/// doublewrite crate (`barracuda_doublewrite::fuzzing`, crates/doublewrite/tests/fuzz_corpus.rs).
-const REPLAYED_ELSEWHERE: [&str; 5] = [
+/// doublewrite crate (`barracuda_doublewrite::fuzzing`, crates/doublewrite/tests/fuzz_corpus.rs),
+/// `page_compressed_decode` the page-compression crate
+/// (`barracuda_page_compression::fuzzing`, crates/page-compression/tests/fuzz_corpus.rs),
+/// `row_compressed_decode` the row-compression crate (`barracuda_row_compression::fuzzing`,
+/// crates/row-compression/tests/fuzz_corpus.rs).
+const REPLAYED_ELSEWHERE: [&str; 6] = [
     "open_path",
     "redo_records",
     "redo_log_scan",
     "doublewrite_file",
     "page_compressed_decode",
+    "row_compressed_decode",
 ];
 
 fn corpus_dir() -> PathBuf {
