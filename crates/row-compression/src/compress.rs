@@ -37,6 +37,8 @@ pub struct Compressor {
     codecs: Codecs,
     /// The stream's input, reused.
     input: Vec<u8>,
+    /// The block being built, reused: copied out only when the page fits.
+    block: Vec<u8>,
 }
 
 impl Default for Compressor {
@@ -51,6 +53,7 @@ impl Compressor {
         Self {
             codecs: Codecs::new(),
             input: Vec::new(),
+            block: Vec::new(),
         }
     }
 
@@ -74,6 +77,40 @@ impl Compressor {
         codec: Codec,
         stats: Option<&CompressionStats>,
     ) -> Result<CompressedPage> {
+        let header = self.compress_timed(page, page_size, block, codec, stats)?;
+        let bytes: Box<[u8]> = self.block.as_slice().into();
+        Ok(CompressedPage::from_parts(bytes, header))
+    }
+
+    /// As [`compress`](Self::compress), into `out` (whose length is the block size, one of
+    /// [`BlockSize`]'s): where the block lives, such as the buffer pool's memory. `out` is
+    /// written only when the page fits, so a failed recompression leaves the block it held.
+    pub fn compress_into<'o>(
+        &mut self,
+        page: &mut [u8],
+        page_size: PageSize,
+        codec: Codec,
+        out: &'o mut [u8],
+        stats: Option<&CompressionStats>,
+    ) -> Result<CompressedPage<&'o mut [u8]>> {
+        let block = BlockSize::from_bytes(out.len()).ok_or(RowCompressionError::BadBlockSize {
+            block: out.len(),
+            page_size: page_size.bytes(),
+        })?;
+        let header = self.compress_timed(page, page_size, block, codec, stats)?;
+        out.copy_from_slice(&self.block);
+        Ok(CompressedPage::from_parts(out, header))
+    }
+
+    /// Compresses into `self.block`, counting the attempt in `stats`.
+    fn compress_timed(
+        &mut self,
+        page: &mut [u8],
+        page_size: PageSize,
+        block: BlockSize,
+        codec: Codec,
+        stats: Option<&CompressionStats>,
+    ) -> Result<BlockHeader> {
         let started = Instant::now();
         let result = self.compress_inner(page, page_size, block, codec);
         if let Some(stats) = stats {
@@ -88,7 +125,7 @@ impl Compressor {
         page_size: PageSize,
         block: BlockSize,
         codec: Codec,
-    ) -> Result<CompressedPage> {
+    ) -> Result<BlockHeader> {
         let b = block.bytes();
         if b > page_size.bytes() {
             return Err(RowCompressionError::BadBlockSize {
@@ -109,7 +146,9 @@ impl Compressor {
             .map_err(|source| RowCompressionError::Page { page: id, source })?;
         self.stream_input(page, page_size, &trailer, heap_top, id)?;
 
-        let mut out = vec![0u8; b].into_boxed_slice();
+        self.block.clear();
+        self.block.resize(b, 0);
+        let out = &mut self.block[..];
         // Room for the stream: the block less the headers, the trailer and the log's end marker.
         let available = (b - FIL_TRAILER_SIZE).saturating_sub(STREAM_START + trailer.bytes() + 1);
         let does_not_fit = |needed| RowCompressionError::DoesNotFit {
@@ -132,9 +171,9 @@ impl Compressor {
                 .filter(|&n| n > 0 && n <= available)
                 .ok_or_else(|| does_not_fit(available + 1))?
         };
-        put(&mut out, 0, page.get(..FIL_HEADER_SIZE).unwrap_or_default());
+        put(out, 0, page.get(..FIL_HEADER_SIZE).unwrap_or_default());
         put(
-            &mut out,
+            out,
             BASE_HEADER,
             page.get(BASE_HEADER..HEAP_START).unwrap_or_default(),
         );
@@ -147,9 +186,9 @@ impl Compressor {
             n_recs: trailer.len(),
             leaf: matches!(trailer, Trailer::Leaf(..)),
         };
-        header.write(&mut out);
-        trailer.write(&mut out, 0);
-        Ok(CompressedPage::from_parts(out, header, trailer))
+        header.write(out);
+        trailer.write(out, 0);
+        Ok(header)
     }
 
     /// Fills `self.input` with the page's heap (transaction fields and delete marks zeroed)
@@ -198,9 +237,9 @@ impl Compressor {
     /// Fails with [`RowCompressionError::Corrupt`] or [`RowCompressionError::Page`] naming the
     /// page when anything in the block is inconsistent (a damaged or crafted block); `out` is
     /// unspecified then. `stats`, if given, counts the call and its time.
-    pub fn decompress(
+    pub fn decompress<B: AsRef<[u8]>>(
         &mut self,
-        zip: &CompressedPage,
+        zip: &CompressedPage<B>,
         out: &mut [u8],
         stats: Option<&CompressionStats>,
     ) -> Result<()> {
@@ -212,7 +251,11 @@ impl Compressor {
         result
     }
 
-    fn decompress_inner(&mut self, zip: &CompressedPage, out: &mut [u8]) -> Result<()> {
+    fn decompress_inner<B: AsRef<[u8]>>(
+        &mut self,
+        zip: &CompressedPage<B>,
+        out: &mut [u8],
+    ) -> Result<()> {
         let header = zip.header();
         let id = header.page;
         let page_size = header.page_size;
@@ -282,7 +325,7 @@ impl Compressor {
         for entry in mlog::entries(log, id)? {
             mlog::replay(&entry, out, page_size, id)?;
         }
-        overlay_trailer(out, page_size, zip.trailer(), id)?;
+        overlay_trailer(out, page_size, &zip.trailer(), id)?;
         IndexPage::open(&*out, page_size)
             .map_err(|source| RowCompressionError::Page { page: id, source })?;
         zero_unused_space(out, page_size)

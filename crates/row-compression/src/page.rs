@@ -1,5 +1,7 @@
-//! A compressed page as the buffer pool keeps it: the block's bytes with its header and
-//! trailer decoded, and the appends that keep it in step with the uncompressed frame.
+//! A compressed page as the buffer pool keeps it: the block's bytes (owned, or borrowed from
+//! wherever the block lives) with its header decoded, and the appends that keep it in step with
+//! the uncompressed frame. The trailer is read from the bytes when a change needs it, so a view
+//! over pool memory costs nothing to make.
 //!
 //! Every `log_*` method either changes the block completely (the log entry, the trailer, the
 //! header's counts) or not at all: [`RowCompressionError::LogFull`] leaves the block as it was,
@@ -20,26 +22,18 @@ use crate::BlockSize;
 
 /// A compressed index page: a block of KEY_BLOCK_SIZE bytes (FORMATS §14) holding the page's
 /// header, its records' compressed stream, a modification log and the uncompressed per-record
-/// trailer (transaction fields, delete marks, child pages, overflow references).
+/// trailer (transaction fields, delete marks, child pages, overflow references), held in `B`
+/// (`Box<[u8]>` when owned, `&mut [u8]` over a block that lives elsewhere, `&[u8]` to read).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CompressedPage {
-    bytes: Box<[u8]>,
+pub struct CompressedPage<B = Box<[u8]>> {
+    bytes: B,
     header: BlockHeader,
-    trailer: Trailer,
 }
 
-impl CompressedPage {
-    pub(crate) fn from_parts(bytes: Box<[u8]>, header: BlockHeader, trailer: Trailer) -> Self {
-        Self {
-            bytes,
-            header,
-            trailer,
-        }
-    }
-
-    /// Reads a block from disk: verified ([`verify_block`]: checksum, torn write, type, page
-    /// id), then its header and trailer checked. The stream and the log are checked when it is
-    /// decompressed. Errors name `expected`.
+impl CompressedPage<Box<[u8]>> {
+    /// Reads a block from disk into an owned copy: verified ([`verify_block`]: checksum, torn
+    /// write, type, page id), then its header and trailer checked. The stream and the log are
+    /// checked when it is decompressed. Errors name `expected`.
     pub fn from_block(bytes: &[u8], expected: PageId, page_size: PageSize) -> Result<Self> {
         verify_block(bytes, expected)?;
         Self::from_unverified(bytes, expected, page_size)
@@ -48,24 +42,38 @@ impl CompressedPage {
     /// As [`from_block`](Self::from_block) without the checksum (a block that never left
     /// memory, or one the caller verified).
     pub fn from_unverified(bytes: &[u8], expected: PageId, page_size: PageSize) -> Result<Self> {
-        let header = BlockHeader::read(bytes, expected, page_size)?;
-        let trailer = Trailer::read(
-            bytes,
+        CompressedPage::open(Box::from(bytes), expected, page_size)
+    }
+}
+
+impl<B: AsRef<[u8]>> CompressedPage<B> {
+    /// A view of the block in `bytes` (its length is the block size), its header and trailer
+    /// checked as [`from_unverified`](CompressedPage::from_unverified) checks them, without
+    /// copying it.
+    pub fn open(bytes: B, expected: PageId, page_size: PageSize) -> Result<Self> {
+        let header = BlockHeader::read(bytes.as_ref(), expected, page_size)?;
+        Trailer::read(
+            bytes.as_ref(),
             header.leaf,
             header.n_recs,
             header.log_end + 1,
             expected,
         )?;
-        Ok(Self {
-            bytes: bytes.into(),
-            header,
-            trailer,
-        })
+        Ok(Self { bytes, header })
+    }
+
+    pub(crate) fn from_parts(bytes: B, header: BlockHeader) -> Self {
+        Self { bytes, header }
     }
 
     /// The block's bytes (sealed only after [`seal`](Self::seal)).
     pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes
+        self.bytes.as_ref()
+    }
+
+    /// The bytes, given back.
+    pub fn into_inner(self) -> B {
+        self.bytes
     }
 
     /// The page it holds.
@@ -80,7 +88,7 @@ impl CompressedPage {
 
     /// The block's size.
     pub fn block_size(&self) -> BlockSize {
-        BlockSize::from_bytes(self.bytes.len()).unwrap_or(BlockSize::K16)
+        BlockSize::from_bytes(self.as_bytes().len()).unwrap_or(BlockSize::K16)
     }
 
     /// Whether the page is a leaf.
@@ -108,28 +116,42 @@ impl CompressedPage {
         self.header.log_end - STREAM_START - self.header.stream_len
     }
 
+    pub(crate) fn header(&self) -> &BlockHeader {
+        &self.header
+    }
+
+    /// The trailer, read from the bytes (checked when the view was made).
+    pub(crate) fn trailer(&self) -> Trailer {
+        Trailer::read(
+            self.as_bytes(),
+            self.header.leaf,
+            self.header.n_recs,
+            self.header.log_end + 1,
+            self.header.page,
+        )
+        .unwrap_or(if self.header.leaf {
+            Trailer::Leaf(Vec::new(), Vec::new())
+        } else {
+            Trailer::Internal(Vec::new())
+        })
+    }
+
+    fn trailer_start(&self) -> usize {
+        self.as_bytes().len() - FIL_TRAILER_SIZE - self.trailer().bytes()
+    }
+
     /// Bytes free between the log's end marker and the trailer: what the log and the trailer
     /// can still grow into.
     pub fn free(&self) -> usize {
         self.trailer_start().saturating_sub(self.header.log_end + 1)
     }
+}
 
+impl<B: AsRef<[u8]> + AsMut<[u8]>> CompressedPage<B> {
     /// Stamps `lsn` (the uncompressed page's LSN) and seals the block for writing.
     pub fn seal(&mut self, lsn: Lsn) {
-        put_u64(&mut self.bytes, OFF_LSN, lsn);
-        seal_block(&mut self.bytes);
-    }
-
-    pub(crate) fn header(&self) -> &BlockHeader {
-        &self.header
-    }
-
-    pub(crate) fn trailer(&self) -> &Trailer {
-        &self.trailer
-    }
-
-    fn trailer_start(&self) -> usize {
-        self.bytes.len() - FIL_TRAILER_SIZE - self.trailer.bytes()
+        put_u64(self.bytes.as_mut(), OFF_LSN, lsn);
+        seal_block(self.bytes.as_mut());
     }
 
     /// Logs the insertion of `record` as record `pos` (the change
@@ -142,7 +164,7 @@ impl CompressedPage {
                 format!("insert at {pos} of {} records", self.len()),
             ));
         }
-        let mut trailer = self.trailer.clone();
+        let mut trailer = self.trailer();
         match (&mut trailer, record.value) {
             (Trailer::Internal(children), ValueRef::Child(child)) => children.insert(pos, child),
             (Trailer::Leaf(entries, refs), ValueRef::Inline(_) | ValueRef::Overflow { .. }) => {
@@ -160,7 +182,7 @@ impl CompressedPage {
                 pos,
                 record: &encoded,
             },
-            trailer,
+            &trailer,
         )
     }
 
@@ -178,7 +200,7 @@ impl CompressedPage {
                 format!("replace of record {pos} of {}", self.len()),
             ));
         }
-        let mut trailer = self.trailer.clone();
+        let mut trailer = self.trailer();
         match (&mut trailer, new.value) {
             (Trailer::Internal(children), ValueRef::Child(child)) => {
                 if let Some(c) = children.get_mut(pos) {
@@ -202,7 +224,7 @@ impl CompressedPage {
             _ => return Err(self.level_mismatch()),
         }
         if same_stripped(old, new) {
-            return self.replace_trailer(trailer);
+            return self.replace_trailer(&trailer);
         }
         let encoded = encode(new, id)?;
         self.append(
@@ -210,7 +232,7 @@ impl CompressedPage {
                 pos,
                 record: &encoded,
             },
-            trailer,
+            &trailer,
         )
     }
 
@@ -222,7 +244,7 @@ impl CompressedPage {
                 format!("remove of record {pos} of {}", self.len()),
             ));
         }
-        let mut trailer = self.trailer.clone();
+        let mut trailer = self.trailer();
         match &mut trailer {
             Trailer::Internal(children) => {
                 children.remove(pos);
@@ -235,7 +257,7 @@ impl CompressedPage {
                 entries.remove(pos);
             }
         }
-        self.append(&Entry::Remove { pos }, trailer)
+        self.append(&Entry::Remove { pos }, &trailer)
     }
 
     /// Logs the removal of records `at..` and the compaction of the page (what
@@ -248,7 +270,7 @@ impl CompressedPage {
                 format!("truncate at {at} of {} records", self.len()),
             ));
         }
-        let mut trailer = self.trailer.clone();
+        let mut trailer = self.trailer();
         match &mut trailer {
             Trailer::Internal(children) => children.truncate(at),
             Trailer::Leaf(entries, refs) => {
@@ -257,7 +279,7 @@ impl CompressedPage {
                 entries.truncate(at);
             }
         }
-        self.append(&Entry::Truncate { at }, trailer)
+        self.append(&Entry::Truncate { at }, &trailer)
     }
 
     /// Logs `bytes` written at `offset` of the page. The sibling links and the LSN (FIL header
@@ -268,7 +290,7 @@ impl CompressedPage {
         let id = self.header.page;
         let end = offset.saturating_add(bytes.len());
         if crate::layout::header_writable(offset, bytes.len()) {
-            put(&mut self.bytes, offset, bytes);
+            put(self.bytes.as_mut(), offset, bytes);
             return Ok(());
         }
         if offset < OFF_LEVEL + 2 || end > self.header.page_size.bytes() - FIL_TRAILER_SIZE {
@@ -277,7 +299,7 @@ impl CompressedPage {
                 format!("a write of {} bytes at offset {offset}: a compressed page logs writes to the page body only (from offset 40), and the links and LSN (8..24)", bytes.len()),
             ));
         }
-        self.append(&Entry::Write { offset, bytes }, self.trailer.clone())
+        self.append(&Entry::Write { offset, bytes }, &self.trailer())
     }
 
     fn level_mismatch(&self) -> RowCompressionError {
@@ -292,11 +314,11 @@ impl CompressedPage {
     }
 
     /// Changes the trailer alone, if the free space allows it.
-    fn replace_trailer(&mut self, trailer: Trailer) -> Result<()> {
+    fn replace_trailer(&mut self, trailer: &Trailer) -> Result<()> {
         self.append_bytes(&[], trailer)
     }
 
-    fn append(&mut self, entry: &Entry<'_>, trailer: Trailer) -> Result<()> {
+    fn append(&mut self, entry: &Entry<'_>, trailer: &Trailer) -> Result<()> {
         let mut encoded = Vec::new();
         entry.encode(&mut encoded);
         self.append_bytes(&encoded, trailer)
@@ -304,10 +326,11 @@ impl CompressedPage {
 
     /// Appends `entry` (encoded) to the log and writes `trailer`, or fails with `LogFull`
     /// changing nothing.
-    fn append_bytes(&mut self, entry: &[u8], trailer: Trailer) -> Result<()> {
-        let old_trailer = self.trailer.bytes();
+    fn append_bytes(&mut self, entry: &[u8], trailer: &Trailer) -> Result<()> {
+        let old_trailer = self.trailer().bytes();
         let new_log_end = self.header.log_end + entry.len();
-        let trailer_start = self.bytes.len() - FIL_TRAILER_SIZE - trailer.bytes();
+        let len = self.as_bytes().len();
+        let trailer_start = len - FIL_TRAILER_SIZE - trailer.bytes();
         if new_log_end + 1 > trailer_start {
             let needed = entry.len() + trailer.bytes().saturating_sub(old_trailer);
             return Err(RowCompressionError::LogFull {
@@ -316,16 +339,17 @@ impl CompressedPage {
                 free: self.free(),
             });
         }
+        let log_end = self.header.log_end;
+        let bytes = self.bytes.as_mut();
         // The trailer first: when it shrinks it zeroes the bytes it leaves, and the entry may
         // extend into them.
-        trailer.write(&mut self.bytes, old_trailer);
-        put(&mut self.bytes, self.header.log_end, entry);
-        put(&mut self.bytes, new_log_end, &[0]);
+        trailer.write(bytes, old_trailer);
+        put(bytes, log_end, entry);
+        put(bytes, new_log_end, &[0]);
+        put_u16(bytes, OFF_LOG_END, new_log_end as u16);
+        put_u16(bytes, OFF_N_RECS, trailer.len() as u16);
         self.header.log_end = new_log_end;
         self.header.n_recs = trailer.len();
-        put_u16(&mut self.bytes, OFF_LOG_END, new_log_end as u16);
-        put_u16(&mut self.bytes, OFF_N_RECS, trailer.len() as u16);
-        self.trailer = trailer;
         Ok(())
     }
 }

@@ -64,7 +64,7 @@ fn first_difference(a: &[u8], b: &[u8]) -> Option<String> {
     ))
 }
 
-fn decompressed(c: &mut Compressor, zip: &CompressedPage) -> Vec<u8> {
+fn decompressed<B: AsRef<[u8]>>(c: &mut Compressor, zip: &CompressedPage<B>) -> Vec<u8> {
     let mut out = vec![0u8; zip.page_size().bytes()];
     c.decompress(zip, &mut out, None).unwrap();
     out
@@ -407,5 +407,68 @@ fn a_block_larger_than_the_page_is_refused() {
             }
         ),
         "{err}"
+    );
+}
+
+/// A block that lives elsewhere (as in the buffer pool's memory): compressed into the caller's
+/// bytes, changed through a view over them, decompressed from them; and a recompression that
+/// does not fit leaves those bytes as they were.
+#[test]
+fn a_block_in_borrowed_memory_is_changed_in_place_and_survives_a_failed_recompression() {
+    let ps = PageSize::K16;
+    let mut c = Compressor::new();
+    let mut frame = empty(ps, 0);
+    let mut memory = vec![0u8; 4096];
+    c.compress_into(&mut frame, ps, Codec::Lz4, &mut memory, None)
+        .unwrap();
+    for k in 0..20u32 {
+        let key = key_of(k);
+        let v = text(u64::from(k), 80);
+        let rec = Record::inline(&key, &v);
+        IndexPage::open_trusted(&mut frame[..], ps)
+            .unwrap()
+            .insert(k as usize, &rec)
+            .unwrap();
+        let mut view = CompressedPage::open(&mut memory[..], ID, ps).unwrap();
+        if view.log_insert(k as usize, &rec).is_err() {
+            c.compress_into(&mut frame, ps, Codec::Lz4, &mut memory, None)
+                .unwrap();
+        }
+    }
+    let view = CompressedPage::open(&memory[..], ID, ps).unwrap();
+    assert_eq!(view.len(), 20);
+    assert_eq!(
+        first_difference(&decompressed(&mut c, &view), &canonical(&frame, ps)),
+        None
+    );
+    // Records of random bytes do not fit a 4 KiB block: the block in memory is kept.
+    let before = memory.clone();
+    let mut noisy = empty(ps, 0);
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    {
+        let mut page = IndexPage::open_trusted(&mut noisy[..], ps).unwrap();
+        for k in 0..10u32 {
+            let v: Vec<u8> = (0..1000)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            page.insert(k as usize, &Record::inline(&key_of(k), &v))
+                .unwrap();
+        }
+    }
+    let err = c
+        .compress_into(&mut noisy, ps, Codec::Lz4, &mut memory, None)
+        .unwrap_err();
+    assert!(
+        matches!(err, RowCompressionError::DoesNotFit { .. }),
+        "{err}"
+    );
+    assert_eq!(
+        memory, before,
+        "a failed recompression wrote into the block"
     );
 }
