@@ -9,7 +9,8 @@
 //!   `proptest!` with `?`: encode∘decode round trips, bit-flip detection, index operations
 //!   against a `BTreeMap` model, splits preserving records, decoders total on arbitrary bytes;
 //! - [`compression_laws`] and [`row_compression_laws`]: the laws of page compression (the
-//!   envelope) and of row-format compression (blocks, modification log, adaptive padding);
+//!   envelope) and of row-format compression (blocks, modification log, adaptive padding), and
+//!   [`row_compression_determinism`]: replaying the same changes gives the same blocks;
 //! - [`model`]: owned records ([`OwnedRecord`]), the operations ([`IndexOp`]) and the model
 //!   ([`IndexModel`]);
 //! - [`fuzz_targets`]: what each target in `fuzz/fuzz_targets/` runs on its input, shared with
@@ -67,6 +68,7 @@ pub mod crash;
 pub mod fuzz_targets;
 pub mod laws;
 pub mod model;
+pub mod row_compression_determinism;
 pub mod row_compression_laws;
 pub mod strategy;
 

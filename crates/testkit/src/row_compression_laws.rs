@@ -218,7 +218,7 @@ pub fn law_logged_changes_decompress_to_the_frame(
 
 /// Makes `op` to `frame` through [`IndexPage`] and logs the same change on `zip`: `None` when
 /// the page refuses it (nothing to log).
-fn apply(
+pub(crate) fn apply(
     op: &IndexOp,
     frame: &mut [u8],
     zip: &mut CompressedPage,

@@ -104,3 +104,26 @@ fn padding_follows_real_compression_failures() {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: proptest_config().cases / 4, ..proptest_config() })]
+
+    /// Replaying the same changes from the same block gives the same blocks whatever the
+    /// compressor did before (what lets recovery rebuild a block without its image in the log).
+    #[test]
+    fn replaying_the_same_changes_gives_the_same_blocks(
+        (case, ops) in strategy::page_size().prop_flat_map(|ps| {
+            strategy::index_page(ps).prop_flat_map(move |case| {
+                let ops = strategy::index_ops(ps, case.level, 60);
+                (Just(case), ops)
+            })
+        }),
+        warm_up in prop::collection::vec(strategy::page_size().prop_flat_map(strategy::index_page), 1..4),
+        block in block(),
+        codec in codec(),
+    ) {
+        barracuda_testkit::row_compression_determinism::law_replay_gives_the_same_blocks(
+            &case, &ops, block, codec, &warm_up,
+        )?;
+    }
+}
