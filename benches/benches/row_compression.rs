@@ -176,5 +176,52 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// What a change costs the block beside the frame: logging one insert into a leaf that already
+/// holds `n` small rows (the trailer grows by one entry), and a delete mark (the trailer only).
+fn bench_log(c: &mut Criterion) {
+    let mut group = c.benchmark_group("row_compression/log");
+    for n in [16usize, 128] {
+        let mut compressor = Compressor::new();
+        let mut frame = IndexPage::init(vec![0u8; PS.bytes()], PS, ID, 0, 1)
+            .expect("page")
+            .into_inner();
+        {
+            let mut page = IndexPage::open_trusted(&mut frame[..], PS).expect("frame");
+            for i in 0..n {
+                let key = be_key(2 * i as u64);
+                page.insert(i, &Record::inline(&key, b"a small row of text"))
+                    .expect("room");
+            }
+        }
+        let zip = compressor
+            .compress(&mut frame, PS, BlockSize::K8, Codec::default(), None)
+            .expect("fits");
+        let key = be_key(2 * (n as u64 / 2) + 1);
+        let rec = Record::inline(&key, b"a small row of text");
+        group.bench_function(BenchmarkId::new("insert", n), |b| {
+            b.iter_batched_ref(
+                || zip.clone(),
+                |z| z.log_insert(n / 2, black_box(&rec)).expect("room"),
+                criterion::BatchSize::SmallInput,
+            );
+        });
+        let old_key = be_key(0);
+        let old = Record::inline(&old_key, b"a small row of text");
+        let marked = old.with_sys(barracuda_page::SysFields {
+            trx_id: 77,
+            roll_ptr: 5,
+            deleted: true,
+        });
+        group.bench_function(BenchmarkId::new("delete_mark", n), |b| {
+            b.iter_batched_ref(
+                || zip.clone(),
+                |z| z.log_replace(0, black_box(&old), &marked).expect("room"),
+                criterion::BatchSize::SmallInput,
+            );
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_log);
 criterion_main!(benches);

@@ -54,6 +54,7 @@ mod mlog;
 mod padding;
 mod page;
 mod stats;
+mod trailer_edit;
 
 pub use codec::Codec;
 pub use compress::Compressor;

@@ -14,10 +14,11 @@ use crate::bytes::{put, put_u16, put_u64};
 use crate::compress::leaf_fields;
 use crate::error::{Result, RowCompressionError};
 use crate::layout::{
-    seal_block, verify_block, BlockHeader, Trailer, OFF_LEVEL, OFF_LOG_END, OFF_N_RECS,
-    STREAM_START,
+    seal_block, verify_block, BlockHeader, OverflowRef, Trailer, OFF_LEVEL, OFF_LOG_END,
+    OFF_N_RECS, STREAM_START,
 };
 use crate::mlog::Entry;
+use crate::trailer_edit::{Edit, Fields, Shape};
 use crate::BlockSize;
 
 /// A compressed index page: a block of KEY_BLOCK_SIZE bytes (FORMATS §14) holding the page's
@@ -136,14 +137,12 @@ impl<B: AsRef<[u8]>> CompressedPage<B> {
         })
     }
 
-    fn trailer_start(&self) -> usize {
-        self.as_bytes().len() - FIL_TRAILER_SIZE - self.trailer().bytes()
-    }
-
     /// Bytes free between the log's end marker and the trailer: what the log and the trailer
     /// can still grow into.
     pub fn free(&self) -> usize {
-        self.trailer_start().saturating_sub(self.header.log_end + 1)
+        let bytes = self.as_bytes();
+        let trailer = Shape::read(bytes, self.header.leaf, self.header.n_recs).bytes();
+        (bytes.len() - FIL_TRAILER_SIZE).saturating_sub(trailer + self.header.log_end + 1)
     }
 }
 
@@ -164,25 +163,18 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> CompressedPage<B> {
                 format!("insert at {pos} of {} records", self.len()),
             ));
         }
-        let mut trailer = self.trailer();
-        match (&mut trailer, record.value) {
-            (Trailer::Internal(children), ValueRef::Child(child)) => children.insert(pos, child),
-            (Trailer::Leaf(entries, refs), ValueRef::Inline(_) | ValueRef::Overflow { .. }) => {
-                let (entry, reference) = leaf_fields(record);
-                if let Some(r) = reference {
-                    refs.insert(Trailer::overflow_rank(entries, pos), r);
-                }
-                entries.insert(pos, entry);
-            }
-            _ => return Err(self.level_mismatch()),
-        }
+        let (fields, reference) = self.fields_of(record)?;
         let encoded = encode(record, id)?;
-        self.append(
+        self.apply_change(
             &Entry::Insert {
                 pos,
                 record: &encoded,
             },
-            &trailer,
+            Edit::Insert {
+                pos,
+                fields,
+                reference,
+            },
         )
     }
 
@@ -200,39 +192,22 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> CompressedPage<B> {
                 format!("replace of record {pos} of {}", self.len()),
             ));
         }
-        let mut trailer = self.trailer();
-        match (&mut trailer, new.value) {
-            (Trailer::Internal(children), ValueRef::Child(child)) => {
-                if let Some(c) = children.get_mut(pos) {
-                    *c = child;
-                }
-            }
-            (Trailer::Leaf(entries, refs), ValueRef::Inline(_) | ValueRef::Overflow { .. }) => {
-                let rank = Trailer::overflow_rank(entries, pos);
-                let was_overflow = matches!(old.value, ValueRef::Overflow { .. });
-                let (entry, reference) = leaf_fields(new);
-                if was_overflow && rank < refs.len() {
-                    refs.remove(rank);
-                }
-                if let Some(r) = reference {
-                    refs.insert(rank, r);
-                }
-                if let Some(e) = entries.get_mut(pos) {
-                    *e = entry;
-                }
-            }
-            _ => return Err(self.level_mismatch()),
-        }
+        let (fields, reference) = self.fields_of(new)?;
+        let edit = Edit::Set {
+            pos,
+            fields,
+            reference,
+        };
         if same_stripped(old, new) {
-            return self.replace_trailer(&trailer);
+            return self.apply_encoded(&[], edit);
         }
         let encoded = encode(new, id)?;
-        self.append(
+        self.apply_change(
             &Entry::Replace {
                 pos,
                 record: &encoded,
             },
-            &trailer,
+            edit,
         )
     }
 
@@ -244,20 +219,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> CompressedPage<B> {
                 format!("remove of record {pos} of {}", self.len()),
             ));
         }
-        let mut trailer = self.trailer();
-        match &mut trailer {
-            Trailer::Internal(children) => {
-                children.remove(pos);
-            }
-            Trailer::Leaf(entries, refs) => {
-                let rank = Trailer::overflow_rank(entries, pos);
-                if entries.get(pos).is_some_and(|e| e.info & 1 == 1) && rank < refs.len() {
-                    refs.remove(rank);
-                }
-                entries.remove(pos);
-            }
-        }
-        self.append(&Entry::Remove { pos }, &trailer)
+        self.apply_change(&Entry::Remove { pos }, Edit::Remove { pos })
     }
 
     /// Logs the removal of records `at..` and the compaction of the page (what
@@ -270,16 +232,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> CompressedPage<B> {
                 format!("truncate at {at} of {} records", self.len()),
             ));
         }
-        let mut trailer = self.trailer();
-        match &mut trailer {
-            Trailer::Internal(children) => children.truncate(at),
-            Trailer::Leaf(entries, refs) => {
-                let rank = Trailer::overflow_rank(entries, at);
-                refs.truncate(rank);
-                entries.truncate(at);
-            }
-        }
-        self.append(&Entry::Truncate { at }, &trailer)
+        self.apply_change(&Entry::Truncate { at }, Edit::Truncate { at })
     }
 
     /// Logs `bytes` written at `offset` of the page. The sibling links and the LSN (FIL header
@@ -299,57 +252,67 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> CompressedPage<B> {
                 format!("a write of {} bytes at offset {offset}: a compressed page logs writes to the page body only (from offset 40), and the links and LSN (8..24)", bytes.len()),
             ));
         }
-        self.append(&Entry::Write { offset, bytes }, &self.trailer())
+        self.apply_change(&Entry::Write { offset, bytes }, Edit::Nothing)
     }
 
-    fn level_mismatch(&self) -> RowCompressionError {
-        RowCompressionError::bad_change(
-            self.header.page,
-            if self.header.leaf {
-                "a child record on a leaf page".to_owned()
-            } else {
-                "a leaf record on an internal page".to_owned()
-            },
-        )
+    /// The trailer fields of `record`, which must be of this page's level.
+    fn fields_of(&self, record: &Record<'_>) -> Result<(Fields, Option<OverflowRef>)> {
+        match (self.header.leaf, record.value) {
+            (false, ValueRef::Child(child)) => Ok((Fields::Child(child), None)),
+            (true, ValueRef::Inline(_) | ValueRef::Overflow { .. }) => {
+                let (entry, reference) = leaf_fields(record);
+                Ok((
+                    Fields::Leaf {
+                        info: entry.info,
+                        sys: entry.sys,
+                    },
+                    reference,
+                ))
+            }
+            _ => Err(RowCompressionError::bad_change(
+                self.header.page,
+                if self.header.leaf {
+                    "a child record on a leaf page"
+                } else {
+                    "a leaf record on an internal page"
+                },
+            )),
+        }
     }
 
-    /// Changes the trailer alone, if the free space allows it.
-    fn replace_trailer(&mut self, trailer: &Trailer) -> Result<()> {
-        self.append_bytes(&[], trailer)
-    }
-
-    fn append(&mut self, entry: &Entry<'_>, trailer: &Trailer) -> Result<()> {
+    fn apply_change(&mut self, entry: &Entry<'_>, edit: Edit) -> Result<()> {
         let mut encoded = Vec::new();
         entry.encode(&mut encoded);
-        self.append_bytes(&encoded, trailer)
+        self.apply_encoded(&encoded, edit)
     }
 
-    /// Appends `entry` (encoded) to the log and writes `trailer`, or fails with `LogFull`
-    /// changing nothing.
-    fn append_bytes(&mut self, entry: &[u8], trailer: &Trailer) -> Result<()> {
-        let old_trailer = self.trailer().bytes();
-        let new_log_end = self.header.log_end + entry.len();
-        let len = self.as_bytes().len();
-        let trailer_start = len - FIL_TRAILER_SIZE - trailer.bytes();
-        if new_log_end + 1 > trailer_start {
-            let needed = entry.len() + trailer.bytes().saturating_sub(old_trailer);
+    /// Appends `entry` (encoded; empty for a trailer-only change) to the log and makes `edit`
+    /// to the trailer, or fails with `LogFull` changing nothing.
+    fn apply_encoded(&mut self, entry: &[u8], edit: Edit) -> Result<()> {
+        let bytes = self.bytes.as_ref();
+        let shape = Shape::read(bytes, self.header.leaf, self.header.n_recs);
+        let after = edit.bytes_after(bytes, &shape);
+        let log_end = self.header.log_end;
+        let new_log_end = log_end + entry.len();
+        let data_end = bytes.len() - FIL_TRAILER_SIZE;
+        if new_log_end + 1 + after > data_end {
             return Err(RowCompressionError::LogFull {
                 page: self.header.page,
-                needed,
-                free: self.free(),
+                needed: entry.len() + after.saturating_sub(shape.bytes()),
+                free: data_end.saturating_sub(shape.bytes() + log_end + 1),
             });
         }
-        let log_end = self.header.log_end;
+        let n_after = edit.records_after(self.header.n_recs);
         let bytes = self.bytes.as_mut();
         // The trailer first: when it shrinks it zeroes the bytes it leaves, and the entry may
         // extend into them.
-        trailer.write(bytes, old_trailer);
+        edit.apply(bytes, &shape);
         put(bytes, log_end, entry);
         put(bytes, new_log_end, &[0]);
         put_u16(bytes, OFF_LOG_END, new_log_end as u16);
-        put_u16(bytes, OFF_N_RECS, trailer.len() as u16);
+        put_u16(bytes, OFF_N_RECS, n_after as u16);
         self.header.log_end = new_log_end;
-        self.header.n_recs = trailer.len();
+        self.header.n_recs = n_after;
         Ok(())
     }
 }
