@@ -103,7 +103,7 @@ impl Compressor {
     }
 
     /// Compresses into `self.block`, counting the attempt in `stats`.
-    fn compress_timed(
+    pub(crate) fn compress_timed(
         &mut self,
         page: &mut [u8],
         page_size: PageSize,
@@ -189,6 +189,11 @@ impl Compressor {
         header.write(out);
         trailer.write(out, 0);
         Ok(header)
+    }
+
+    /// The block the last successful compression built.
+    pub(crate) fn last_block(&self) -> &[u8] {
+        &self.block
     }
 
     /// Fills `self.input` with the page's heap (transaction fields and delete marks zeroed)

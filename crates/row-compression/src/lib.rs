@@ -54,6 +54,7 @@ mod mlog;
 mod padding;
 mod page;
 mod stats;
+mod step;
 mod trailer_edit;
 
 pub use codec::Codec;
@@ -65,6 +66,7 @@ pub use padding::{
 };
 pub use page::CompressedPage;
 pub use stats::{CmpRow, CompressionStats};
+pub use step::{Applied, Change, Recompression};
 
 /// A compressed page's block size: InnoDB's `KEY_BLOCK_SIZE`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -147,6 +147,12 @@ impl<B: AsRef<[u8]>> CompressedPage<B> {
 }
 
 impl<B: AsRef<[u8]> + AsMut<[u8]>> CompressedPage<B> {
+    /// Puts a freshly compressed block (of this block's size) in the place of this one.
+    pub(crate) fn replace_block(&mut self, block: &[u8], header: BlockHeader) {
+        self.bytes.as_mut().copy_from_slice(block);
+        self.header = header;
+    }
+
     /// Stamps `lsn` (the uncompressed page's LSN) and seals the block for writing.
     pub fn seal(&mut self, lsn: Lsn) {
         put_u64(self.bytes.as_mut(), OFF_LSN, lsn);
