@@ -275,6 +275,21 @@ impl<'a> Record<'a> {
         Ok(())
     }
 
+    /// Writes the record's heap encoding into `out`, which must be exactly
+    /// [`encoded_len`](Self::encoded_len) bytes long: [`encode_to`](Self::encode_to) for a
+    /// buffer that is not a `Vec`. Fails, writing nothing, as `encode_to` does, or when `out`
+    /// has another length.
+    pub fn encode_into(&self, out: &mut [u8]) -> Result<(), &'static str> {
+        if let Some(what) = self.shape_error() {
+            return Err(what);
+        }
+        if out.len() != self.encoded_len() {
+            return Err("output length is not the record's encoded length");
+        }
+        self.encode(out, 0);
+        Ok(())
+    }
+
     /// Decodes a record from exactly `bytes` (as [`encode_to`](Self::encode_to) wrote it):
     /// every length is checked against `bytes`, and trailing bytes are an error. Never panics.
     pub fn decode_exact(bytes: &'a [u8]) -> Result<Self, &'static str> {
