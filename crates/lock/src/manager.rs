@@ -1,7 +1,9 @@
 //! The lock table: one queue per locked key, in shards.
 
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
+
+use foldhash::quality::RandomState;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,7 +59,7 @@ impl LockManager {
         Self {
             shared: Arc::new(Shared {
                 shards,
-                hasher: RandomState::new(),
+                hasher: RandomState::default(),
                 deadlock_detect: AtomicBool::new(config.deadlock_detect),
                 wait_timeout_us: AtomicU64::new(duration_us(config.wait_timeout)),
                 counters: Counters::default(),
@@ -164,7 +166,7 @@ impl Shared {
 /// owner has no entry.
 #[derive(Default)]
 pub(crate) struct Shard {
-    pub(crate) queues: HashMap<Arc<LockKey>, Queue>,
+    pub(crate) queues: HashMap<Arc<LockKey>, Queue, RandomState>,
 }
 
 /// The owner of a key's lock and, in arrival order, the transactions waiting for it.
