@@ -13,6 +13,8 @@
 
 use std::ops::Range;
 
+use smallvec::SmallVec;
+
 use barracuda_btree::{BTreeError, IndexChange, Mtr, Result};
 use barracuda_buffer_pool::ExclusiveGuard;
 use barracuda_page::trx_sys::OFF_SLOTS;
@@ -58,16 +60,21 @@ pub(crate) fn change_described<T>(
     regions: &[Range<usize>],
     change: impl FnOnce(&mut [u8]) -> Result<T>,
 ) -> Result<T> {
-    let before: Vec<(usize, Vec<u8>)> = regions
-        .iter()
-        .filter_map(|r| guard.get(r.clone()).map(|b| (r.start, b.to_vec())))
-        .collect();
+    // The regions' bytes before the change, back to back in one buffer (inline for the usual
+    // few dozen bytes: this runs for every undo record written).
+    let mut saved: SmallVec<[u8; 256]> = SmallVec::new();
+    let mut before: SmallVec<[(usize, Range<usize>); 8]> = SmallVec::new();
+    for r in regions {
+        if let Some(bytes) = guard.get(r.clone()) {
+            let at = saved.len();
+            saved.extend_from_slice(bytes);
+            before.push((r.start, at..saved.len()));
+        }
+    }
     let out = change(guard.described_change_mut())?;
-    for (start, old) in before {
-        let now = guard
-            .get(start..start + old.len())
-            .map(<[u8]>::to_vec)
-            .unwrap_or_default();
+    for (start, span) in before {
+        let old = saved.get(span).unwrap_or_default();
+        let now = guard.get(start..start + old.len()).unwrap_or_default();
         let mut i = 0;
         while i < old.len() {
             if now.get(i) == old.get(i) {

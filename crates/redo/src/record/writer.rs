@@ -347,10 +347,12 @@ impl MtrWriter {
             Some(c) if c.page == page && offset >= c.end => (true, offset - c.end),
             _ => (false, offset),
         };
-        let mut head = Vec::with_capacity(varint::MAX_LEN + fields.len());
-        varint::encode(small(rel), &mut head);
-        head.extend_from_slice(fields);
-        self.emit_with(ty, page, same, &head, data);
+        // Straight into the buffer: a head assembled apart was an allocation per record.
+        let rel = small(rel);
+        self.emit_header(ty, page, same, varint::len(rel) + fields.len() + data.len());
+        varint::encode(rel, &mut self.buf);
+        self.buf.extend_from_slice(fields);
+        self.buf.extend_from_slice(data);
         self.cursor = Some(Cursor {
             page,
             end,
