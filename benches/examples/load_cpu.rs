@@ -21,19 +21,9 @@
 use std::time::Instant;
 
 use barracuda::{Durability, Engine, EngineOptions, TableOptions};
+use barracuda_benches::cpu_seconds;
 
 const BATCH: u64 = 1000;
-
-/// User + system CPU seconds of this process so far.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    // Fields after the command name (which is in parentheses and may hold spaces).
-    let after = stat.rsplit_once(") ").unwrap().1;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    ticks as f64 / 100.0
-}
 
 fn main() {
     let rows: u64 = std::env::args()

@@ -16,18 +16,9 @@
 use std::time::Instant;
 
 use barracuda::{Durability, Engine, EngineOptions, TableOptions};
-use barracuda_benches::{be_key, Rng};
+use barracuda_benches::{be_key, cpu_seconds, Rng};
 
 const ROWS: u64 = 100_000;
-
-/// User + system CPU seconds of this process so far.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let after = stat.rsplit_once(") ").unwrap().1;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    ticks as f64 / 100.0
-}
 
 fn main() {
     let commits: u64 = std::env::args()

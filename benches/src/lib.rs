@@ -89,3 +89,22 @@ pub fn leaf_page(
     }
     Ok((page, i as usize))
 }
+
+/// User + system CPU seconds of this process so far, every thread included (from
+/// `/proc/self/stat`): what a run costs, which stays comparable between two builds while wall
+/// time measures the machine's other work. Panics where `/proc` cannot be read (a benchmark
+/// that cannot measure must not report).
+pub fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("read /proc/self/stat");
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let after = stat.rsplit_once(") ").expect("a stat line").1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
+    let ticks = |i: usize| -> u64 {
+        fields
+            .get(i)
+            .and_then(|f| f.parse().ok())
+            .expect("utime and stime in /proc/self/stat")
+    };
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}

@@ -32,7 +32,7 @@
 //! ```
 #![deny(clippy::indexing_slicing)]
 
-mod bytes;
+pub mod bytes;
 pub mod catalog;
 mod error;
 pub mod header;

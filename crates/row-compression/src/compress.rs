@@ -20,7 +20,6 @@ use barracuda_page::{
     ValueRef, FIL_HEADER_SIZE, FIL_TRAILER_SIZE, SYS_FIELDS_SIZE,
 };
 
-use crate::bytes::{put, put_u16, u16_at, u32_at, zero};
 use crate::codec::{Codec, Codecs};
 use crate::error::{Result, RowCompressionError};
 use crate::layout::{
@@ -31,6 +30,7 @@ use crate::mlog;
 use crate::page::CompressedPage;
 use crate::stats::CompressionStats;
 use crate::BlockSize;
+use barracuda_page::bytes::{put, put_u16, u16_at, u32_at, zero};
 
 /// Compresses and decompresses pages, keeping codec state between calls (one per thread).
 pub struct Compressor {

@@ -9,12 +9,12 @@ use barracuda_page::{
     PageId, PageSize, SysFields, FIL_HEADER_SIZE, FIL_TRAILER_SIZE, TRAILER_MAGIC,
 };
 
-use crate::bytes::{
-    put, put_u16, put_u32, put_u64, put_uint, u16_at, u32_at, u64_at, u8_at, uint_at, zero,
-};
 use crate::codec::{CODE_DEFLATE, CODE_LZ4};
 use crate::error::{Result, RowCompressionError};
 use crate::BlockSize;
+use barracuda_page::bytes::{
+    put, put_u16, put_u32, put_u64, put_uint, u16_at, u32_at, u64_at, u8_at, uint_at, zero,
+};
 
 /// The page type of a compressed index block (FORMATS §4: reserved 16 until now).
 pub const PAGE_TYPE_COMPRESSED_INDEX: u16 = 16;

@@ -43,7 +43,6 @@
 #![deny(clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::indexing_slicing))]
 
-mod bytes;
 mod codec;
 mod compress;
 mod error;

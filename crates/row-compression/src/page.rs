@@ -10,7 +10,6 @@
 use barracuda_page::header::OFF_LSN;
 use barracuda_page::{Lsn, PageId, PageSize, Record, ValueRef, FIL_TRAILER_SIZE};
 
-use crate::bytes::{put, put_u16, put_u64};
 use crate::compress::leaf_fields;
 use crate::error::{Result, RowCompressionError};
 use crate::layout::{
@@ -20,6 +19,7 @@ use crate::layout::{
 use crate::mlog::Entry;
 use crate::trailer_edit::{Edit, Fields, Shape};
 use crate::BlockSize;
+use barracuda_page::bytes::{put, put_u16, put_u64};
 
 /// A compressed index page: a block of KEY_BLOCK_SIZE bytes (FORMATS §14) holding the page's
 /// header, its records' compressed stream, a modification log and the uncompressed per-record

@@ -9,8 +9,8 @@
 
 use barracuda_page::{SysFields, FIL_TRAILER_SIZE};
 
-use crate::bytes::{put, put_u32, put_u64, put_uint, u8_at, zero};
 use crate::layout::{OverflowRef, CHILD_ENTRY, KIND_MASK, KIND_OVERFLOW, LEAF_ENTRY, OVERFLOW_REF};
+use barracuda_page::bytes::{put, put_u32, put_u64, put_uint, u8_at, zero};
 
 /// The per-record fields an entry holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
