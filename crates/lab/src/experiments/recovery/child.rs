@@ -160,12 +160,27 @@ fn write_rows(
         let mut commits = 0u64;
         while !shared.failed.load(Ordering::Relaxed) {
             let mut tx = db.begin();
+            let mut written = Ok(());
             for _ in 0..ROWS_PER_TX {
                 let n = shared.next_value.fetch_add(1, Ordering::Relaxed);
                 let id = rng.below(args.rows);
-                tx.put(table, &workload::key(id), &values.get(n))?;
+                written = tx.put(table, &workload::key(id), &values.get(n));
+                if written.is_err() {
+                    break;
+                }
             }
-            tx.commit()?;
+            match written {
+                // Threads writing random rows several to a transaction can deadlock (or wait
+                // past the timeout): the engine rolled the victim back, and like any
+                // application the writer just tries another transaction.
+                Err(
+                    barracuda::Error::Deadlock { .. } | barracuda::Error::LockWaitTimeout { .. },
+                ) => {
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+                Ok(()) => tx.commit()?,
+            }
             commits += 1;
             if let Some(m) = monitor.as_deref_mut() {
                 if !m.ready && commits.is_multiple_of(CHECK_EVERY) {
