@@ -21,6 +21,10 @@ pub(crate) enum State {
     /// In the LRU but no longer in the page hash (read failed, or its space was discarded): the
     /// next LRU scan returns it to the free list once unpinned.
     Stale = 3,
+    /// Lent to the buddy allocator to hold compressed pages' blocks (InnoDB:
+    /// `BUF_BLOCK_MEMORY`): in no list and no hash, its latch never taken; its bytes are
+    /// reached only through the blocks' owners ([`crate::zip`]).
+    Memory = 4,
 }
 
 /// Per-frame metadata.
@@ -53,6 +57,9 @@ pub(crate) struct Descriptor {
     /// Left half-changed by a mini-transaction that did not complete: never written, evicted
     /// or handed out again (`poison.rs`).
     pub(crate) poisoned: AtomicBool,
+    /// The page's compressed block, packed by [`crate::zip::ZipLink`] (0: none). Written only
+    /// under the page's X latch or by the thread owning the frame (reading it in, freeing it).
+    pub(crate) zip: AtomicU64,
 }
 
 impl Descriptor {
@@ -71,6 +78,7 @@ impl Descriptor {
             freed_page_clock: AtomicU64::new(0),
             read_ahead: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
+            zip: AtomicU64::new(0),
         }
     }
 
@@ -84,6 +92,7 @@ impl Descriptor {
             1 => State::ReadPending,
             2 => State::Valid,
             3 => State::Stale,
+            4 => State::Memory,
             _ => State::Free,
         }
     }

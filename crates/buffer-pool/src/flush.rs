@@ -165,7 +165,7 @@ impl Inner {
         {
             let pages: Vec<(PageId, &[u8])> = latched
                 .iter()
-                .map(|(_, id, _, guard)| (*id, &guard[..]))
+                .map(|(f, id, _, guard)| (*id, self.flush_image(*f, &guard[..])))
                 .collect();
             self.store.write_pages(&pages)?;
         }

@@ -235,6 +235,25 @@ impl Frames {
             .expect("frame numbers come from the pool's own lists and are below its capacity")
     }
 
+    /// Where block `slot` starts: inside frame `slot.frame`'s bytes.
+    ///
+    /// Panics if the slot is not inside a frame of this pool: slots come from the pool's own
+    /// buddy allocator, which is lent only this pool's frames (an internal invariant).
+    pub(crate) fn block_ptr(&self, slot: crate::buddy::ZipSlot) -> NonNull<u8> {
+        let offset = slot.offset as usize;
+        assert!(
+            (slot.frame as usize) < self.count && offset + slot.bytes() <= self.page,
+            "a block slot outside the pool's frames"
+        );
+        // SAFETY: frame `slot.frame < count` lies inside the reservation (see `chunk`), and
+        // the block's range ends inside that frame (checked above).
+        unsafe {
+            self.memory
+                .base
+                .add(self.start + slot.frame as usize * self.page + offset)
+        }
+    }
+
     /// The frames whose metadata exists, with their numbers, in ascending order. A frame not
     /// listed was never handed out: it is `Free` and holds no page.
     pub(crate) fn in_use(&self) -> impl Iterator<Item = (u32, &Frame)> {

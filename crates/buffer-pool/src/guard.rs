@@ -241,6 +241,7 @@ impl<'a> ExclusiveGuard<'a> {
             t.described_from = Some(before_images::copy_of(&self.latch));
         }
         t.unrecorded_change = true;
+        t.inner.frames.frame(t.frame).desc.mark_zip_stale();
         &mut self.latch
     }
 
@@ -265,6 +266,10 @@ impl<'a> ExclusiveGuard<'a> {
     pub fn stamp_page_lsn(&mut self, lsn: Lsn) {
         self.tracker.unrecorded_change = true;
         barracuda_page::set_page_lsn(&mut self.latch, lsn);
+        if let Some((_, block)) = self.zip_parts_mut() {
+            // The block's header has the page's FIL header layout: its LSN is the page's.
+            barracuda_page::set_page_lsn(block, lsn);
+        }
     }
 
     /// Records a change made under this latch at `lsn`: newest modification = max(newest, `lsn`);
@@ -329,6 +334,134 @@ impl<'a> ExclusiveGuard<'a> {
     }
 }
 
+/// Whether a page has a compressed block, and whether the block holds the frame's page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZipState {
+    /// No block: the page is plain in the pool (and written plain).
+    None,
+    /// The block holds the page as the frame has it: a flush writes the block.
+    Synced,
+    /// The frame changed alone since: a flush writes the frame, until the block is brought in
+    /// step again ([`ExclusiveGuard::sync_zip`]).
+    Stale,
+}
+
+impl ExclusiveGuard<'_> {
+    fn desc(&self) -> &Descriptor {
+        &self.tracker.inner.frames.frame(self.tracker.frame).desc
+    }
+
+    /// The frame and the block, both writable, with no change tracking of their own.
+    #[expect(
+        unsafe_code,
+        reason = "the block is reached through its owner's latch (zip.rs)"
+    )]
+    fn zip_parts_mut(&mut self) -> Option<(&mut [u8], &mut [u8])> {
+        let link = self.desc().zip_link()?;
+        // SAFETY: this guard holds the X latch of the page owning the block, and the returned
+        // borrow of `self` keeps any other access through this guard out while it lives.
+        let block = unsafe { self.tracker.inner.zip_bytes_mut(link.slot) };
+        Some((&mut self.latch, block))
+    }
+
+    /// Whether the page has a compressed block (row compression) and whether it is in step.
+    pub fn zip_state(&self) -> ZipState {
+        match self.desc().zip_link() {
+            None => ZipState::None,
+            Some(link) if link.stale => ZipState::Stale,
+            Some(_) => ZipState::Synced,
+        }
+    }
+
+    /// The page's compressed block, if it has one (synced or not: see [`zip_state`](Self::zip_state)).
+    #[expect(
+        unsafe_code,
+        reason = "the block is reached through its owner's latch (zip.rs)"
+    )]
+    pub fn zip_block(&self) -> Option<&[u8]> {
+        let link = self.desc().zip_link()?;
+        // SAFETY: this guard holds the X latch of the page owning the block; the borrow of
+        // `self` keeps mutable access through this guard out while the slice lives.
+        Some(unsafe { self.tracker.inner.zip_bytes(link.slot) })
+    }
+
+    /// The frame and its block, for one change the caller makes to both (a B-tree change
+    /// logged on the block's modification log) and describes to the log as a
+    /// [described change](Self::described_change_mut) — this captures no before-image either.
+    /// The block keeps its state: the caller keeps the two in step, or leaves the block stale
+    /// with [`mark_zip_stale`](Self::mark_zip_stale). `None` when the page has no block.
+    pub fn frame_and_zip_mut(&mut self) -> Option<(&mut [u8], &mut [u8])> {
+        self.desc().zip_link()?;
+        // `described_change_mut`'s bookkeeping, without marking the block stale.
+        let t = &mut self.tracker;
+        if t.inner.keep_described_from
+            && t.inner.capture_before_images
+            && !t.created
+            && t.before.is_none()
+            && t.described_from.is_none()
+        {
+            t.described_from = Some(before_images::copy_of(&self.latch));
+        }
+        t.unrecorded_change = true;
+        self.zip_parts_mut()
+    }
+
+    /// Marks the block stale: the frame changed without it.
+    pub fn mark_zip_stale(&mut self) {
+        self.desc().mark_zip_stale();
+    }
+
+    /// Brings the block in step with the frame: `sync` gets the frame and the block and returns
+    /// whether the block now holds the frame's page (it recompressed it). When it did not (the
+    /// page does not fit), the block is dropped and the page stays plain. Returns whether the
+    /// page has a synced block afterwards; `false` at once when it has no block.
+    pub fn sync_zip(&mut self, sync: impl FnOnce(&[u8], &mut [u8]) -> bool) -> bool {
+        let Some(link) = self.desc().zip_link() else {
+            return false;
+        };
+        let synced = match self.zip_parts_mut() {
+            Some((frame, block)) => sync(frame, block),
+            None => false,
+        };
+        if synced {
+            self.desc().set_zip_link(Some(crate::zip::ZipLink {
+                stale: false,
+                ..link
+            }));
+        } else {
+            self.detach_zip();
+        }
+        synced
+    }
+
+    /// Gives the page a block of `bytes` bytes (a power of two from 1 KiB to the page size),
+    /// stale until [`sync_zip`](Self::sync_zip) fills it; a block it had is freed first. The
+    /// block comes from the pool's own frames, taken as the free-page policy says when none
+    /// has room. Errors: the size is not a block size, or no frame could be had.
+    pub fn attach_zip(&mut self, bytes: usize) -> Result<(), crate::PoolError> {
+        let inner = self.tracker.inner;
+        let shift = crate::zip::block_shift(bytes, inner.page_size).ok_or_else(|| {
+            crate::PoolError::InvalidConfig(format!(
+                "{bytes} bytes is not a compressed block size for {} pages",
+                inner.page_size
+            ))
+        })?;
+        self.detach_zip();
+        let slot = inner.zip_alloc(shift)?;
+        self.desc()
+            .set_zip_link(Some(crate::zip::ZipLink { slot, stale: true }));
+        Ok(())
+    }
+
+    /// Frees the page's block, if it has one: the page is plain from now on.
+    pub fn detach_zip(&mut self) {
+        let inner = self.tracker.inner;
+        if let Some(f) = inner.take_zip(self.tracker.frame) {
+            inner.return_free(f);
+        }
+    }
+}
+
 impl Deref for ExclusiveGuard<'_> {
     type Target = [u8];
 
@@ -344,6 +477,7 @@ impl DerefMut for ExclusiveGuard<'_> {
             t.before = Some(before_images::copy_of(&self.latch));
         }
         t.unrecorded_change = true;
+        t.inner.frames.frame(t.frame).desc.mark_zip_stale();
         &mut self.latch
     }
 }

@@ -92,6 +92,10 @@ pub(crate) struct Inner {
     pub(crate) read_ahead: ReadAheadQueue,
     /// Set when a half-done change is in memory: no page is written any more (`poison.rs`).
     pub(crate) write_stop: crate::poison::WriteStop,
+    /// The allocator of compressed pages' blocks (`zip.rs`).
+    pub(crate) zip: Mutex<crate::buddy::BuddyAllocator>,
+    /// Frames lent whole to blocks of a page's size (not the allocator's).
+    pub(crate) zip_whole_frames: AtomicUsize,
 }
 
 impl Inner {
@@ -154,6 +158,8 @@ impl Inner {
             eager_low_watermark: AtomicUsize::new((depth / 16).max(1)),
             read_ahead: ReadAheadQueue::new(),
             write_stop: crate::poison::WriteStop::default(),
+            zip: crate::zip::new_allocator(config.page_size),
+            zip_whole_frames: AtomicUsize::new(0),
         })
     }
 
@@ -252,7 +258,17 @@ impl Inner {
     /// first; look it up again (it reads the page once, we wait on its latch).
     fn read_in(&self, id: PageId) -> Result<Option<ExclusiveGuard<'_>>, PoolError> {
         let f = self.get_free_frame()?;
-        let Some((pin, latch)) = self.read_into_frame(f, id)? else {
+        let zip = match self.zip_shift_of(id) {
+            Some(shift) => match self.zip_alloc(shift) {
+                Ok(slot) => Some(slot),
+                Err(e) => {
+                    self.return_free(f);
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
+        let Some((pin, latch)) = self.read_into_frame(f, id, zip)? else {
             return Ok(None);
         };
         let frame = &self.frames.frame(f);
@@ -268,10 +284,15 @@ impl Inner {
     /// the page stays `ReadPending` for the caller to publish. `Ok(None)`: another thread
     /// inserted the page first and `f` went back to the free list. On a failed read the frame
     /// leaves the hash ([`abort_read`](Self::abort_read)).
+    #[expect(
+        unsafe_code,
+        reason = "the block is reached through its owner's latch (zip.rs)"
+    )]
     pub(crate) fn read_into_frame(
         &self,
         f: u32,
         id: PageId,
+        zip: Option<crate::buddy::ZipSlot>,
     ) -> Result<
         Option<(
             Pin<'_>,
@@ -281,6 +302,9 @@ impl Inner {
     > {
         let frame = &self.frames.frame(f);
         frame.desc.init_for(id, State::ReadPending);
+        frame
+            .desc
+            .set_zip_link(zip.map(|slot| crate::zip::ZipLink { slot, stale: false }));
         let pin = Pin::new(&frame.desc);
         // The frame is ours alone (free, unpinned before), so the latch is free.
         let mut latch = frame.latch.write();
@@ -291,11 +315,37 @@ impl Inner {
             return Ok(None);
         }
         self.lru_add(f, false);
-        if let Err(e) = self.store.read_page(id, &mut latch) {
-            self.abort_read(f, id);
-            return Err(e);
+        let read = match zip {
+            Some(slot) => {
+                // SAFETY: the block was allocated for this page just now and the page's X
+                // latch is held.
+                let block = unsafe { self.zip_bytes_mut(slot) };
+                self.store.read_page_with_block(id, &mut latch, block)
+            }
+            None => self.store.read_page(id, &mut latch).map(|()| false),
+        };
+        match read {
+            Ok(true) => {}
+            Ok(false) => {
+                // Stored plain: no block.
+                if let Some(g) = self.take_zip(f) {
+                    self.return_free(g);
+                }
+            }
+            Err(e) => {
+                // The block stays with the frame until the frame is reclaimed.
+                self.abort_read(f, id);
+                return Err(e);
+            }
         }
         Ok(Some((pin, latch)))
+    }
+
+    /// The shift of the blocks page `id`'s space keeps its pages in, if it is row-compressed.
+    pub(crate) fn zip_shift_of(&self, id: PageId) -> Option<u8> {
+        self.store
+            .zip_block_bytes(id.space_id)
+            .and_then(|bytes| crate::zip::block_shift(bytes, self.page_size))
     }
 
     /// A failed read: the frame leaves the page hash and becomes `Stale` (reclaimed by the next
@@ -327,6 +377,10 @@ impl Inner {
                         return Err(PoolError::PoisonedPage { page: id });
                     }
                     latch.fill(0);
+                    // A new page: whatever block the old one had describes nothing now.
+                    if let Some(g) = self.take_zip(f) {
+                        self.return_free(g);
+                    }
                     self.on_access(f);
                     inc(&self.counters.pages_created);
                     return Ok(ExclusiveGuard::new_created(self, f, latch, pin, id));
@@ -367,9 +421,13 @@ impl Inner {
 
     /// Puts an unused frame (never inserted anywhere) back on the free list.
     pub(crate) fn return_free(&self, f: u32) {
+        let emptied = self.take_zip(f);
         self.frames.frame(f).desc.reset();
         let mut lists = self.lists.lock();
         lists.free.push(f, &self.free_len);
+        if let Some(g) = emptied {
+            lists.free.push(g, &self.free_len);
+        }
     }
 
     // ---- access bookkeeping -----------------------------------------------------------------
@@ -475,8 +533,12 @@ impl Inner {
                 }
                 false
             }
-            State::Free | State::ReadPending => return false,
+            State::Free | State::ReadPending | State::Memory => return false,
         };
+        // Its block goes with it (the LRU mutex is held: the allocator's comes after it).
+        if let Some(g) = self.take_zip(f) {
+            lists.free.push(g, &self.free_len);
+        }
         lists.lru.remove(f);
         if counted {
             lists.freed_page_clock += 1;

@@ -54,10 +54,11 @@ mod reservation;
 mod stats;
 mod store;
 pub mod testing;
+mod zip;
 
 pub use config::{FreePagePolicy, PoolConfig, ReadAhead, MIN_CAPACITY_PAGES};
 pub use error::{PoolError, StoreError};
-pub use guard::{ExclusiveGuard, SharedGuard};
+pub use guard::{ExclusiveGuard, SharedGuard, ZipState};
 pub use pool::BufferPool;
 pub use reservation::FrameReservation;
 pub use stats::{PoolStats, WaitSummary};

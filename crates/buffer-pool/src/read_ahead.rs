@@ -214,7 +214,18 @@ impl Inner {
             None => return,
         };
         self.note_frame_taken();
-        let (_pin, _latch) = match self.read_into_frame(f, id) {
+        // A compressed page's block too, but only from memory at hand: read-ahead never waits.
+        let zip = match self.zip_shift_of(id) {
+            Some(shift) => {
+                let Some(slot) = self.zip_alloc_at_hand(shift) else {
+                    self.return_free(f);
+                    return;
+                };
+                Some(slot)
+            }
+            None => None,
+        };
+        let (_pin, _latch) = match self.read_into_frame(f, id, zip) {
             Ok(Some(claimed)) => claimed,
             Ok(None) => return,
             Err(e) => {

@@ -182,6 +182,12 @@ pub struct PoolStats {
     pub read_ahead_evicted: u64,
     /// Rounds of the LRU manager thread.
     pub manager_rounds: u64,
+    /// Frames lent to the compressed blocks of row-compressed pages (InnoDB: the
+    /// `BUF_BLOCK_MEMORY` frames of the buddy allocator): frames the LRU does not have.
+    pub zip_frames: usize,
+    /// The compressed blocks, per block size from 1 KiB (INFORMATION_SCHEMA.INNODB_CMPMEM's
+    /// `pages_used` and `pages_free`); a block of a whole page is a frame and not listed.
+    pub zip_blocks: Vec<crate::buddy::BuddyClassStats>,
 }
 
 impl PoolStats {
@@ -239,6 +245,8 @@ impl PoolStats {
             read_ahead_random: get(&c.read_ahead_random),
             read_ahead_evicted: get(&c.read_ahead_evicted),
             manager_rounds: get(&c.manager_rounds),
+            zip_frames: 0,
+            zip_blocks: Vec::new(),
         }
     }
 }

@@ -14,8 +14,33 @@ pub trait PageStore: Send + Sync + 'static {
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<(), StoreError>;
 
     /// Writes a batch of page images (the store seals/compresses a copy; the frames are S-latched
-    /// meanwhile). Every image is exactly `page_size` bytes.
+    /// meanwhile). Every image is a page (`page_size` bytes) or, for a page of a row-compressed
+    /// space, its compressed block ([`zip_block_bytes`](Self::zip_block_bytes) bytes, its header
+    /// the page's FIL header with the page LSN, unsealed).
     fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<(), StoreError>;
+
+    /// The size of the compressed blocks in which `space` keeps its index pages (row
+    /// compression, `KEY_BLOCK_SIZE`), or `None` for a space of plain pages (the default). The
+    /// pool then gives each page it reads from `space` a block of that size
+    /// ([`read_page_with_block`](Self::read_page_with_block)).
+    fn zip_block_bytes(&self, _space: SpaceId) -> Option<usize> {
+        None
+    }
+
+    /// Reads page `id` of a space with compressed blocks: the block as stored into `block`
+    /// (exactly [`zip_block_bytes`](Self::zip_block_bytes) bytes) and the page it holds,
+    /// decompressed and verified, into `buf`. Returns `Ok(false)` when the page is stored
+    /// plain — not every page of such a space is an index page, and one that did not fit its
+    /// block is written whole — with the page in `buf` and `block` unspecified. Default: a
+    /// plain read.
+    fn read_page_with_block(
+        &self,
+        id: PageId,
+        buf: &mut [u8],
+        _block: &mut [u8],
+    ) -> Result<bool, StoreError> {
+        self.read_page(id, buf).map(|()| false)
+    }
 
     /// WAL rule hook: make the log durable up to `lsn` before a page whose newest change has that
     /// LSN is written (InnoDB: `log_write_up_to` in `buf_flush_write_block_low`). Default: no-op.

@@ -27,6 +27,11 @@ use crate::{PageStore, StoreError};
 /// calls `log_write_up_to` first). The write still happens, so the pool's own behaviour is
 /// undisturbed, but the breach is recorded at that moment and returned by
 /// [`wal_violations`](Self::wal_violations), which tests assert is empty.
+///
+/// **Compressed blocks.** A space made with [`create_zip_space`](Self::create_zip_space) keeps
+/// pages as blocks: an image of the block size that the pool writes is stored as the page's
+/// block, and a read gives it back with the page it "holds" — by this store's toy codec, the
+/// block's bytes followed by zeros. A page written whole is stored and read plain.
 pub struct MemStore {
     page_size: PageSize,
     pages: Mutex<HashMap<PageId, Box<[u8]>>>,
@@ -39,6 +44,10 @@ pub struct MemStore {
     log_flushed_lsn: AtomicU64,
     read_counts: Mutex<HashMap<PageId, u64>>,
     wal_violations: Mutex<Vec<WalViolation>>,
+    /// Block size per space of compressed blocks.
+    zip_spaces: Mutex<HashMap<SpaceId, usize>>,
+    /// The last block written per page (a page written whole since has none).
+    blocks: Mutex<HashMap<PageId, Box<[u8]>>>,
 }
 
 /// A page written before the log was durable up to its LSN (see [`MemStore`]).
@@ -87,7 +96,21 @@ impl MemStore {
             log_flushed_lsn: AtomicU64::new(0),
             read_counts: Mutex::new(HashMap::new()),
             wal_violations: Mutex::new(Vec::new()),
+            zip_spaces: Mutex::new(HashMap::new()),
+            blocks: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Creates `space` with `pages` pages kept as blocks of `block_bytes` (see the type's
+    /// documentation).
+    pub fn create_zip_space(&self, space: SpaceId, pages: u32, block_bytes: usize) {
+        self.create_space(space, pages);
+        self.zip_spaces.lock().insert(space, block_bytes);
+    }
+
+    /// The stored block of `id`, if its last write was a block.
+    pub fn block(&self, id: PageId) -> Option<Vec<u8>> {
+        self.blocks.lock().get(&id).map(|b| b.to_vec())
     }
 
     /// Creates (or resizes) `space` with `pages` pages.
@@ -219,7 +242,9 @@ impl PageStore for MemStore {
         let durable_lsn = self.log_flushed_lsn.load(SeqCst);
         let mut map = self.pages.lock();
         for &(id, bytes) in pages {
-            if bytes.len() != self.page_size.bytes() {
+            let block_bytes = self.zip_block_bytes(id.space_id);
+            let is_block = block_bytes == Some(bytes.len()) && bytes.len() < self.page_size.bytes();
+            if bytes.len() != self.page_size.bytes() && !is_block {
                 return Err(StoreError::new(id, MemStoreError::BadLength(bytes.len())));
             }
             let lsn = page_lsn(bytes).unwrap_or(0);
@@ -230,7 +255,15 @@ impl PageStore for MemStore {
                     durable_lsn,
                 });
             }
-            map.insert(id, bytes.into());
+            if is_block || block_bytes == Some(bytes.len()) {
+                self.blocks.lock().insert(id, bytes.into());
+                let mut page = bytes.to_vec();
+                page.resize(self.page_size.bytes(), 0);
+                map.insert(id, page.into());
+            } else {
+                self.blocks.lock().remove(&id);
+                map.insert(id, bytes.into());
+            }
             self.pages_written.fetch_add(1, SeqCst);
         }
         Ok(())
@@ -243,6 +276,26 @@ impl PageStore for MemStore {
 
     fn space_size_pages(&self, space: SpaceId) -> Option<u32> {
         self.spaces.lock().get(&space).copied()
+    }
+
+    fn zip_block_bytes(&self, space: SpaceId) -> Option<usize> {
+        self.zip_spaces.lock().get(&space).copied()
+    }
+
+    fn read_page_with_block(
+        &self,
+        id: PageId,
+        buf: &mut [u8],
+        block: &mut [u8],
+    ) -> Result<bool, StoreError> {
+        self.read_page(id, buf)?;
+        match self.blocks.lock().get(&id) {
+            Some(stored) if stored.len() == block.len() => {
+                block.copy_from_slice(stored);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 }
 

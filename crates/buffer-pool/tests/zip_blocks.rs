@@ -1,0 +1,197 @@
+//! Compressed pages' blocks in the pool: carved out of the pool's own frames, read with their
+//! page, written in place of the page while in step with it, freed with it.
+#![expect(clippy::unwrap_used, reason = "test helpers")]
+
+mod common;
+
+use std::sync::Arc;
+
+use barracuda_buffer_pool::testing::MemStore;
+use barracuda_buffer_pool::{BufferPool, PageStore, PoolStats, ZipState};
+use barracuda_page::{set_page_lsn, PageId};
+use common::{assert_wal_rule_kept, small_config, wait_for};
+
+const ZIP_SPACE: u32 = 2;
+const BLOCK: usize = 1024;
+
+fn zid(page_no: u32) -> PageId {
+    PageId::new(ZIP_SPACE, page_no)
+}
+
+/// A 4 KiB pool of `frames` over a store with a plain space 1 and space 2 of 1 KiB blocks.
+fn setup(frames: usize, block: usize) -> (Arc<MemStore>, Arc<BufferPool>) {
+    let config = small_config(frames);
+    let store = Arc::new(MemStore::new(config.configured_page_size()));
+    store.create_space(1, 1000);
+    store.create_zip_space(ZIP_SPACE, 1000, block);
+    let pool = BufferPool::new(config, store.clone()).unwrap();
+    (store, pool)
+}
+
+/// A block as the store keeps it: `fill` in every byte after a header with the page LSN.
+fn stored_block(store: &MemStore, id: PageId, fill: u8, lsn: u64) {
+    let mut block = vec![fill; BLOCK];
+    set_page_lsn(&mut block, lsn);
+    store.flush_log_up_to(lsn).unwrap();
+    PageStore::write_pages(store, &[(id, &block)]).unwrap();
+}
+
+/// Every frame is on the free list, holds a page, or is lent to blocks.
+fn frames_accounted(stats: &PoolStats) -> bool {
+    stats.free_pages + stats.lru_len + stats.zip_frames == stats.capacity_pages
+}
+
+#[test]
+fn a_page_read_from_a_compressed_space_comes_with_its_block() {
+    let (store, pool) = setup(64, BLOCK);
+    stored_block(&store, zid(3), 0xAB, 7);
+    {
+        let g = pool.get_exclusive(zid(3)).unwrap();
+        assert_eq!(g.zip_state(), ZipState::Synced);
+        let block = g.zip_block().unwrap();
+        assert_eq!(block.len(), BLOCK);
+        assert!(block[100..].iter().all(|&b| b == 0xAB));
+        // The toy codec: the page is the block's bytes, then zeros.
+        assert_eq!(g[100], 0xAB);
+        assert_eq!(g[BLOCK + 1], 0);
+    }
+    // A page of the space stored whole has no block.
+    let plain = store.stamp(zid(4));
+    PageStore::write_pages(&*store, &[(zid(4), &plain)]).unwrap();
+    assert_eq!(
+        pool.get_exclusive(zid(4)).unwrap().zip_state(),
+        ZipState::None
+    );
+    // A plain space's pages never have one.
+    assert_eq!(
+        pool.get_exclusive(PageId::new(1, 1)).unwrap().zip_state(),
+        ZipState::None
+    );
+    let stats = pool.stats();
+    assert_eq!(stats.zip_frames, 1, "one frame holds the 1 KiB block");
+    assert_eq!(stats.zip_blocks[0].used, 1, "{:?}", stats.zip_blocks);
+    wait_for(&pool, "every frame accounted for", frames_accounted);
+}
+
+#[test]
+fn a_synced_block_is_written_in_place_of_the_page_and_a_stale_one_never() {
+    let (store, pool) = setup(64, BLOCK);
+    stored_block(&store, zid(5), 1, 3);
+    {
+        let mut g = pool.get_exclusive(zid(5)).unwrap();
+        let (frame, block) = g.frame_and_zip_mut().unwrap();
+        frame[200] = 9;
+        block[200] = 9;
+        // Not through `DerefMut`: that would be a change of the frame alone.
+        g.stamp_page_lsn(10);
+        assert_eq!(g.zip_state(), ZipState::Synced);
+        g.mark_dirty(10);
+    }
+    pool.flush_all().unwrap();
+    let block = store.block(zid(5)).expect("written as a block");
+    assert_eq!(block[200], 9);
+    assert_eq!(barracuda_page::page_lsn(&block), Some(10), "stamped too");
+    {
+        let mut g = pool.get_exclusive(zid(5)).unwrap();
+        g[300] = 4; // the frame alone
+        assert_eq!(g.zip_state(), ZipState::Stale);
+        set_page_lsn(&mut g, 11);
+        g.mark_dirty(11);
+    }
+    pool.flush_all().unwrap();
+    assert_eq!(store.block(zid(5)), None, "written whole, not as a block");
+    let page = store.page(zid(5)).unwrap();
+    assert_eq!((page[200], page[300]), (9, 4));
+    // Brought back in step, the block is what is written again.
+    {
+        let mut g = pool.get_exclusive(zid(5)).unwrap();
+        let synced = g.sync_zip(|frame, block| {
+            block.copy_from_slice(&frame[..BLOCK]);
+            true
+        });
+        assert!(synced);
+        assert_eq!(g.zip_state(), ZipState::Synced);
+        g.stamp_page_lsn(12);
+        g.mark_dirty(12);
+    }
+    pool.flush_all().unwrap();
+    assert_eq!(store.block(zid(5)).unwrap()[300], 4);
+    assert_wal_rule_kept(&store);
+}
+
+#[test]
+fn a_block_that_cannot_be_synced_is_freed_and_the_page_stays_plain() {
+    let (store, pool) = setup(64, BLOCK);
+    stored_block(&store, zid(6), 2, 3);
+    let mut g = pool.get_exclusive(zid(6)).unwrap();
+    g[500] = 1;
+    assert!(!g.sync_zip(|_, _| false));
+    assert_eq!(g.zip_state(), ZipState::None);
+    assert_eq!(
+        pool.stats().zip_frames,
+        0,
+        "the allocator gave its frame back"
+    );
+    // A block can be given again (a page that fits once more).
+    g.attach_zip(BLOCK).unwrap();
+    assert_eq!(g.zip_state(), ZipState::Stale, "empty until synced");
+    assert!(g.sync_zip(|_, block| {
+        block.fill(3);
+        true
+    }));
+    assert!(g.attach_zip(3000).is_err(), "not a block size");
+    assert_eq!(
+        g.zip_state(),
+        ZipState::Synced,
+        "a refused size changes nothing"
+    );
+    g.detach_zip();
+    assert_eq!(g.zip_state(), ZipState::None);
+    g.stamp_page_lsn(20);
+    g.mark_dirty(20);
+    drop(g);
+    wait_for(&pool, "every frame accounted for", frames_accounted);
+}
+
+#[test]
+fn blocks_of_a_whole_page_take_a_frame_each() {
+    let (store, pool) = setup(64, 4096);
+    let mut page = vec![7u8; 4096];
+    set_page_lsn(&mut page, 2);
+    store.flush_log_up_to(2).unwrap();
+    PageStore::write_pages(&*store, &[(zid(1), &page)]).unwrap();
+    let g = pool.get_shared(zid(1)).unwrap();
+    assert_eq!(g[4000], 7);
+    drop(g);
+    let stats = pool.stats();
+    assert_eq!(stats.zip_frames, 1);
+    assert!(stats.zip_blocks.iter().all(|c| c.used == 0));
+    wait_for(&pool, "every frame accounted for", frames_accounted);
+}
+
+#[test]
+fn blocks_leave_with_their_pages_and_every_frame_is_accounted_for() {
+    // 32 frames; 300 pages of 1 KiB blocks read over and over: pages and blocks are evicted
+    // and the allocator's frames go back and forth between blocks and pages.
+    let (store, pool) = setup(32, BLOCK);
+    for p in 0..300 {
+        stored_block(&store, zid(p), (p % 251) as u8, 1);
+    }
+    let mut rng = common::Rng::new(7);
+    for _ in 0..5000 {
+        let p = rng.below(300) as u32;
+        let g = pool.get_shared(zid(p)).unwrap();
+        assert_eq!(g[100], (p % 251) as u8, "page {p}");
+    }
+    let stats = wait_for(&pool, "every frame accounted for", frames_accounted);
+    assert!(
+        stats.evictions() > 0,
+        "the pool was too small to hold them all"
+    );
+    assert!(stats.zip_frames > 0 && stats.zip_frames < 32, "{stats}");
+    let used: u64 = stats.zip_blocks.iter().map(|c| c.used).sum();
+    assert_eq!(
+        used as usize, stats.lru_len,
+        "one block per page in the pool, none leaked"
+    );
+}
