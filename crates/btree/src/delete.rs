@@ -7,9 +7,10 @@ use barracuda_page::{PageId, SysFields};
 use crate::error::{BTreeError, Result};
 use crate::held::Held;
 use crate::insert::{free_unreachable_chain, Previous};
-use crate::mtr::{IndexChange, Mtr};
+use crate::mtr::Mtr;
 use crate::node::{self, NodeMut, NodeRef, Value};
 use crate::tree::BTree;
+use crate::zip::NodeChange;
 
 impl BTree {
     /// Removes `key`. Returns whether it was present. All or nothing, like [`put`](Self::put).
@@ -63,9 +64,9 @@ impl BTree {
             }
             (pos, Previous::at(&node, pos, capture)?)
         };
-        let mut mtr = Mtr::new(self.ctx.log.as_ref());
-        NodeMut::open(leaf.described_change_mut(), id, self)?.remove(pos)?;
-        mtr.describe(&leaf, IndexChange::Remove { pos })?;
+        let mut mtr = self.mtr();
+        // A removal is never refused (it does not grow the page).
+        self.make_change(&mut mtr, &mut leaf, NodeChange::Remove { pos })?;
         mtr.changed(leaf);
         mtr.commit()?;
         Ok(Some(previous))
@@ -93,9 +94,8 @@ impl BTree {
         };
         // Everything that can fail comes before the first change.
         let mut held = self.acquire_for_rebalance(&guard, &path)?;
-        let mut mtr = Mtr::new(self.ctx.log.as_ref());
-        NodeMut::open(guard.described_change_mut(), id, self)?.remove(pos)?;
-        mtr.describe(&guard, IndexChange::Remove { pos })?;
+        let mut mtr = self.mtr();
+        self.make_change(&mut mtr, &mut guard, NodeChange::Remove { pos })?;
         let mut freed = Vec::new();
         self.rebalance(&mut mtr, &mut held, guard, path, &mut freed)?;
         mtr.commit()?;

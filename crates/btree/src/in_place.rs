@@ -4,12 +4,14 @@
 
 use barracuda_page::SysFields;
 
+use crate::error::BTreeError;
 use crate::error::Result;
 use crate::insert::{LeafFit, LeafRecord};
 use crate::mtr::Mtr;
-use crate::node::{self, NodeRef, Value};
+use crate::node::{NodeRef, Value};
 use crate::tree::BTree;
 use crate::versioned::{StoredRecord, StoredValue};
+use crate::zip::Placed;
 
 /// A change [`BTree::change_in_place`] makes to the record of its key.
 #[derive(Clone, Copy, Debug)]
@@ -54,9 +56,10 @@ impl BTree {
         prepare: &mut PrepareInPlace<'_, 't>,
     ) -> Result<InPlaceOutcome> {
         self.check_key(key)?;
-        let page_size = self.ctx.pool.page_size();
         if let InPlace::Put(value) = change {
-            if node::needs_overflow(page_size, key.len(), value.len()) {
+            // On a compressed tree the block may refuse a new value, and by then `prepare`
+            // has logged its part: a put takes the general path there.
+            if self.zip.is_some() || self.needs_overflow(key.len(), value.len()) {
                 return Ok(InPlaceOutcome::NotHere);
             }
         }
@@ -86,7 +89,7 @@ impl BTree {
         if !fit.fits {
             return Ok(InPlaceOutcome::NotHere);
         }
-        let mut mtr = Mtr::new(self.ctx.log.as_ref());
+        let mut mtr = self.mtr();
         let Some(sys) = prepare(&mut mtr, current.as_ref())? else {
             return Ok(InPlaceOutcome::NotHere);
         };
@@ -95,7 +98,13 @@ impl BTree {
             return Ok(InPlaceOutcome::Unchanged);
         };
         let record = LeafRecord { key, value, sys };
-        fit.apply(&mut mtr, &mut leaf, self, record)?;
+        if fit.apply(&mut mtr, &mut leaf, self, record)? != Placed::Done {
+            // A delete-mark does not grow the record, so no block refuses it.
+            return Err(BTreeError::corrupt(
+                leaf.page_id(),
+                "a compressed page refused a change that does not grow it",
+            ));
+        }
         mtr.changed(leaf);
         mtr.commit()?;
         Ok(InPlaceOutcome::Done)

@@ -9,6 +9,7 @@ use crate::node::{self, Node, NodeMut, NodeRef, Value, MAX_VALUE_LEN};
 use crate::overflow;
 use crate::tree::{BTree, Target};
 use crate::versioned::{StoredRecord, StoredValue};
+use crate::zip::{NodeChange, Placed};
 
 /// What a put or delete found under its key before it wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,8 +83,7 @@ impl BTree {
                 max: MAX_VALUE_LEN,
             });
         }
-        let page_size = self.ctx.pool.page_size();
-        let (stored, chain) = if node::needs_overflow(page_size, key.len(), value.len()) {
+        let (stored, chain) = if self.needs_overflow(key.len(), value.len()) {
             let first_page = overflow::write_chain(self, value)?;
             (
                 Value::Overflow {
@@ -134,8 +134,11 @@ impl BTree {
         if !fit.fits {
             return Ok(None);
         }
-        let mut mtr = Mtr::new(self.ctx.log.as_ref());
-        fit.apply(&mut mtr, &mut leaf, self, record)?;
+        let mut mtr = self.mtr();
+        if fit.apply(&mut mtr, &mut leaf, self, record)? == Placed::DoesNotFit {
+            // Its compressed block cannot take it: split (nothing was changed).
+            return Ok(None);
+        }
         mtr.changed(leaf);
         mtr.commit()?;
         Ok(Some(fit.previous))
@@ -216,8 +219,14 @@ impl BTree {
         let page_size = self.ctx.pool.page_size();
         let leaf_record = node::record_size(page_size, key.len(), value);
         let separator_record = node::max_separator_record(page_size);
+        // A compressed leaf may have to split whatever its free space says (its block may
+        // not take the record): it is never safe, so its parent stays latched.
+        let compressed = self.zip.is_some();
         let (mut guard, path) = self.descend_pessimistic(key, |node| {
             let needed = if node.level() == 0 {
+                if compressed {
+                    return false;
+                }
                 leaf_record
             } else {
                 separator_record
@@ -227,15 +236,17 @@ impl BTree {
         let id = guard.page_id();
         let fit = LeafFit::of(&NodeRef::open(&guard, id, self)?, self, record, capture)?;
         if fit.fits {
-            let mut mtr = Mtr::new(self.ctx.log.as_ref());
-            fit.apply(&mut mtr, &mut guard, self, record)?;
-            mtr.changed(guard);
-            mtr.commit()?;
-            return Ok(fit.previous);
+            let mut mtr = self.mtr();
+            if fit.apply(&mut mtr, &mut guard, self, record)? == Placed::Done {
+                mtr.changed(guard);
+                mtr.commit()?;
+                return Ok(fit.previous);
+            }
+            // The leaf has room but its compressed block has not: split it.
         }
         // Everything that can fail comes before the first change.
         let mut held = self.acquire_for_split(&guard, &path, key.len())?;
-        let mut mtr = Mtr::new(self.ctx.log.as_ref());
+        let mut mtr = self.mtr();
         let pos = match fit.found {
             Ok(pos) => {
                 // A replacement that does not fit: the old record goes, the new one is placed
@@ -296,34 +307,31 @@ impl LeafFit {
 
     /// Places the record, described to `mtr` as an index insert or replace (the leaf is
     /// handed to the mtr by the caller); the room was checked by [`of`](Self::of).
+    ///
+    /// On a compressed tree the leaf's block may refuse the record ([`Placed::DoesNotFit`]):
+    /// nothing changed, and the leaf must split.
     pub(crate) fn apply(
         &self,
         mtr: &mut Mtr<'_>,
         leaf: &mut ExclusiveGuard<'_>,
         tree: &BTree,
         LeafRecord { key, value, sys }: LeafRecord<'_>,
-    ) -> Result<()> {
-        let id = leaf.page_id();
-        let mut node = NodeMut::open(leaf.described_change_mut(), id, tree)?;
-        let placed = match self.found {
-            Ok(pos) => node.replace(pos, key, value, sys)?,
-            Err(pos) => node.insert(pos, key, value, sys)?,
+    ) -> Result<Placed> {
+        let change = match self.found {
+            Ok(pos) => NodeChange::Replace {
+                pos,
+                key,
+                value,
+                sys,
+            },
+            Err(pos) => NodeChange::Insert {
+                pos,
+                key,
+                value,
+                sys,
+            },
         };
-        if placed {
-            let record = value.record(key, sys);
-            mtr.describe(
-                leaf,
-                match self.found {
-                    Ok(pos) => IndexChange::Replace { pos, record },
-                    Err(pos) => IndexChange::Insert { pos, record },
-                },
-            )
-        } else {
-            Err(BTreeError::corrupt(
-                id,
-                "record did not fit after a room check",
-            ))
-        }
+        tree.make_change(mtr, leaf, change)
     }
 }
 

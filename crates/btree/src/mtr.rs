@@ -194,6 +194,8 @@ impl LogSink for PlaceholderLog {
 #[must_use = "an mtr must be committed for its changes to be logged and its latches released"]
 pub struct Mtr<'a> {
     log: &'a dyn LogSink,
+    /// The compressed tree whose pages' blocks the commit brings in step (row compression).
+    zip: Option<&'a crate::zip::ZipIndex>,
     // Inline: most mtrs change one to three pages with one described change each, and heap
     // vectors here cost a one-row commit ~7 allocations per mtr.
     changed: SmallVec<[ExclusiveGuard<'a>; INLINE_PAGES]>,
@@ -212,10 +214,19 @@ impl<'a> Mtr<'a> {
     pub fn new(log: &'a dyn LogSink) -> Self {
         Self {
             log,
+            zip: None,
             changed: SmallVec::new(),
             described: SmallVec::new(),
             described_bytes: SmallVec::new(),
         }
+    }
+
+    /// An mtr of a row-compressed tree: before it commits, the blocks of the tree's index pages
+    /// it changed are brought in step with their frames (recompressed where a structure change
+    /// left them stale, given to new pages), see [`crate::zip`].
+    pub(crate) fn with_zip(mut self, zip: Option<&'a crate::zip::ZipIndex>) -> Self {
+        self.zip = zip;
+        self
     }
 
     /// Describes the change just made to `guard`'s page through
@@ -288,6 +299,9 @@ impl<'a> Mtr<'a> {
     pub fn commit(mut self) -> Result<Option<Lsn>> {
         if self.changed.is_empty() {
             return Ok(None);
+        }
+        if let Some(zip) = self.zip {
+            crate::zip::sync_pages(zip, &mut self.changed);
         }
         let range = {
             let changes = self.described_changes()?;

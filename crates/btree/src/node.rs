@@ -75,11 +75,6 @@ pub(crate) fn record_size(page_size: PageSize, key_len: usize, value: Value<'_>)
     size + key_len
 }
 
-/// Whether a value of `value_len` bytes under a key of `key_len` bytes goes off-page.
-pub(crate) fn needs_overflow(page_size: PageSize, key_len: usize, value_len: usize) -> bool {
-    value_len > barracuda_page::max_inline_value_len(page_size, key_len)
-}
-
 /// The largest separator record an internal node may have to take (a maximal key).
 pub(crate) fn max_separator_record(page_size: PageSize) -> usize {
     record_size(page_size, max_key_len(page_size), Value::Child(0))

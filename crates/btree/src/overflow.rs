@@ -3,7 +3,6 @@
 use barracuda_page::{payload_capacity, FileHeader, OverflowPage, PageNo, PageType, FIL_NULL};
 
 use crate::error::{BTreeError, Result};
-use crate::mtr::Mtr;
 use crate::tree::BTree;
 
 /// Pages' worth of payload [`read_chain`] allocates before it has read any of the chain.
@@ -43,7 +42,7 @@ pub(crate) fn write_chain(tree: &BTree, value: &[u8]) -> Result<PageNo> {
         header.write(&mut guard);
         OverflowPage::write(&mut guard, page_size, chunk, next.unwrap_or(FIL_NULL))
             .map_err(|source| BTreeError::Page { page: id, source })?;
-        let mut mtr = Mtr::new(tree.ctx.log.as_ref());
+        let mut mtr = tree.mtr();
         mtr.changed(guard);
         mtr.commit()?;
     }

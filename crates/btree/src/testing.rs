@@ -61,3 +61,121 @@ impl PageAllocator for MemAllocator {
         Ok(())
     }
 }
+
+/// An in-memory page store for trees with row compression: pages of the spaces given blocks
+/// ([`ZipMemStore::new`]) are stored as the pool writes them — a compressed block (sealed
+/// here, as a tablespace seals it) or a whole page — and a block is read back verified and
+/// decompressed, as a tablespace reads one. Other pages go to an inner
+/// [`MemStore`](barracuda_buffer_pool::testing::MemStore).
+pub struct ZipMemStore {
+    inner: barracuda_buffer_pool::testing::MemStore,
+    page_size: barracuda_page::PageSize,
+    zip_spaces: HashMap<SpaceId, usize>,
+    blocks: Mutex<HashMap<PageId, Box<[u8]>>>,
+    stats: std::sync::Arc<barracuda_row_compression::CompressionStats>,
+}
+
+impl std::fmt::Debug for ZipMemStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZipMemStore")
+            .field("zip_spaces", &self.zip_spaces)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ZipMemStore {
+    /// A store of `page_size` pages whose spaces `zip_spaces` (space, block bytes) keep blocks;
+    /// every space it knows has `u32::MAX` pages. Decompressions count in `stats`.
+    pub fn new(
+        page_size: barracuda_page::PageSize,
+        spaces: &[SpaceId],
+        zip_spaces: &[(SpaceId, usize)],
+        stats: std::sync::Arc<barracuda_row_compression::CompressionStats>,
+    ) -> Self {
+        let inner = barracuda_buffer_pool::testing::MemStore::new(page_size);
+        for &space in spaces.iter().chain(zip_spaces.iter().map(|(s, _)| s)) {
+            inner.create_space(space, u32::MAX);
+        }
+        Self {
+            inner,
+            page_size,
+            zip_spaces: zip_spaces.iter().copied().collect(),
+            blocks: Mutex::new(HashMap::new()),
+            stats,
+        }
+    }
+
+    /// Pages stored as blocks now.
+    pub fn blocks_stored(&self) -> usize {
+        self.blocks.lock().len()
+    }
+}
+
+impl barracuda_buffer_pool::PageStore for ZipMemStore {
+    fn read_page(
+        &self,
+        id: PageId,
+        buf: &mut [u8],
+    ) -> std::result::Result<(), barracuda_buffer_pool::StoreError> {
+        self.inner.read_page(id, buf)
+    }
+
+    fn write_pages(
+        &self,
+        pages: &[(PageId, &[u8])],
+    ) -> std::result::Result<(), barracuda_buffer_pool::StoreError> {
+        let mut plain = Vec::new();
+        for &(id, image) in pages {
+            if self.zip_spaces.contains_key(&id.space_id)
+                && barracuda_row_compression::is_compressed_block(image)
+            {
+                let mut block = image.to_vec();
+                barracuda_row_compression::seal_block(&mut block);
+                self.blocks.lock().insert(id, block.into());
+            } else {
+                self.blocks.lock().remove(&id);
+                plain.push((id, image));
+            }
+        }
+        self.inner.write_pages(&plain)
+    }
+
+    fn flush_log_up_to(
+        &self,
+        lsn: barracuda_page::Lsn,
+    ) -> std::result::Result<(), barracuda_buffer_pool::StoreError> {
+        self.inner.flush_log_up_to(lsn)
+    }
+
+    fn space_size_pages(&self, space: SpaceId) -> Option<u32> {
+        self.inner.space_size_pages(space)
+    }
+
+    fn zip_block_bytes(&self, space: SpaceId) -> Option<usize> {
+        self.zip_spaces.get(&space).copied()
+    }
+
+    fn read_page_with_block(
+        &self,
+        id: PageId,
+        buf: &mut [u8],
+        block: &mut [u8],
+    ) -> std::result::Result<bool, barracuda_buffer_pool::StoreError> {
+        let stored = self.blocks.lock().get(&id).cloned();
+        let Some(stored) = stored else {
+            self.inner.read_page(id, buf)?;
+            return Ok(false);
+        };
+        let err = |e: barracuda_row_compression::RowCompressionError| {
+            barracuda_buffer_pool::StoreError::new(id, e)
+        };
+        let zip =
+            barracuda_row_compression::CompressedPage::from_block(&stored, id, self.page_size)
+                .map_err(err)?;
+        barracuda_row_compression::Compressor::new()
+            .decompress(&zip, buf, Some(&self.stats))
+            .map_err(err)?;
+        block.copy_from_slice(&stored);
+        Ok(true)
+    }
+}

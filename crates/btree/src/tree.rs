@@ -50,6 +50,8 @@ pub struct BTree {
     pub(crate) space: SpaceId,
     pub(crate) root: PageNo,
     pub(crate) index_id: u64,
+    /// Row compression of its pages, `None` for a tree of plain pages.
+    pub(crate) zip: Option<Arc<crate::zip::ZipIndex>>,
 }
 
 /// Which leaf a descent looks for.
@@ -81,8 +83,9 @@ impl BTree {
             space,
             root,
             index_id,
+            zip: None,
         };
-        let mut mtr = Mtr::new(tree.ctx.log.as_ref());
+        let mut mtr = tree.mtr();
         let mut guard = tree.ctx.pool.create(tree.page_id(root))?;
         NodeMut::init(
             &mut guard,
@@ -105,7 +108,28 @@ impl BTree {
             space,
             root,
             index_id,
+            zip: None,
         }
+    }
+
+    /// The same tree with its index pages kept compressed as `zip` says (row compression): every
+    /// change from now on keeps each page's block in step, and pages that have none get one.
+    /// The pool must give the space's pages blocks of `zip`'s size
+    /// ([`PageStore::zip_block_bytes`](barracuda_buffer_pool::PageStore::zip_block_bytes)).
+    #[must_use]
+    pub fn with_compression(mut self, zip: Arc<crate::zip::ZipIndex>) -> Self {
+        self.zip = Some(zip);
+        self
+    }
+
+    /// The tree's row compression, if its pages are compressed.
+    pub fn compression(&self) -> Option<&Arc<crate::zip::ZipIndex>> {
+        self.zip.as_ref()
+    }
+
+    /// A mini-transaction of this tree (with its row compression, if any).
+    pub(crate) fn mtr(&self) -> Mtr<'_> {
+        Mtr::new(self.ctx.log.as_ref()).with_zip(self.zip.as_deref())
     }
 
     /// The tablespace of the tree.

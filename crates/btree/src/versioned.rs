@@ -138,11 +138,10 @@ impl BTree {
     ) -> Result<Option<StoredRecord>> {
         self.check_key(key)?;
         if let StoredValue::Inline(bytes) = value {
-            if node::needs_overflow(self.ctx.pool.page_size(), key.len(), bytes.len()) {
+            if self.needs_overflow(key.len(), bytes.len()) {
                 return Err(BTreeError::ValueTooLong {
                     len: bytes.len() as u64,
-                    max: barracuda_page::max_inline_value_len(self.ctx.pool.page_size(), key.len())
-                        as u64,
+                    max: self.max_inline_value(key.len()) as u64,
                 });
             }
         }

@@ -385,14 +385,18 @@ impl ExclusiveGuard<'_> {
         Some(unsafe { self.tracker.inner.zip_bytes(link.slot) })
     }
 
-    /// The frame and its block, for one change the caller makes to both (a B-tree change
-    /// logged on the block's modification log) and describes to the log as a
-    /// [described change](Self::described_change_mut) — this captures no before-image either.
-    /// The block keeps its state: the caller keeps the two in step, or leaves the block stale
-    /// with [`mark_zip_stale`](Self::mark_zip_stale). `None` when the page has no block.
-    pub fn frame_and_zip_mut(&mut self) -> Option<(&mut [u8], &mut [u8])> {
+    /// Offers the frame and its block to `change`, for one change the caller makes to both (a
+    /// B-tree change logged on the block's modification log) and describes to the log as a
+    /// [described change](Self::described_change_mut) — no before-image is taken either.
+    /// `change` returns whether it changed anything (an attempt that found no room changes
+    /// neither, and then the guard records no change) and its result. The block keeps its
+    /// state: the caller keeps the two in step, or leaves the block stale with
+    /// [`mark_zip_stale`](Self::mark_zip_stale). `None` when the page has no block.
+    pub fn change_with_zip<R>(
+        &mut self,
+        change: impl FnOnce(&mut [u8], &mut [u8]) -> (bool, R),
+    ) -> Option<R> {
         self.desc().zip_link()?;
-        // `described_change_mut`'s bookkeeping, without marking the block stale.
         let t = &mut self.tracker;
         if t.inner.keep_described_from
             && t.inner.capture_before_images
@@ -402,8 +406,12 @@ impl ExclusiveGuard<'_> {
         {
             t.described_from = Some(before_images::copy_of(&self.latch));
         }
-        t.unrecorded_change = true;
-        self.zip_parts_mut()
+        let (frame, block) = self.zip_parts_mut()?;
+        let (changed, result) = change(frame, block);
+        if changed {
+            self.tracker.unrecorded_change = true;
+        }
+        Some(result)
     }
 
     /// Marks the block stale: the frame changed without it.

@@ -11,7 +11,7 @@
 //!
 //! The block is *synced* when it holds the frame's page (its modification log brought up to
 //! date by whoever changed the frame: the B-tree logs every change it makes through
-//! [`ExclusiveGuard::frame_and_zip_mut`](crate::ExclusiveGuard::frame_and_zip_mut)) and
+//! [`ExclusiveGuard::change_with_zip`](crate::ExclusiveGuard::change_with_zip)) and
 //! *stale* after a change of the frame alone. A flush writes a synced block in place of the
 //! frame, and the frame (a plain page) otherwise, so a stale block is never written.
 //!

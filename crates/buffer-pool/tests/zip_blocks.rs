@@ -79,9 +79,13 @@ fn a_synced_block_is_written_in_place_of_the_page_and_a_stale_one_never() {
     stored_block(&store, zid(5), 1, 3);
     {
         let mut g = pool.get_exclusive(zid(5)).unwrap();
-        let (frame, block) = g.frame_and_zip_mut().unwrap();
-        frame[200] = 9;
-        block[200] = 9;
+        g.change_with_zip(|frame, block| {
+            frame[200] = 9;
+            block[200] = 9;
+            (true, ())
+        })
+        .unwrap();
+        assert!(g.has_unrecorded_change());
         // Not through `DerefMut`: that would be a change of the frame alone.
         g.stamp_page_lsn(10);
         assert_eq!(g.zip_state(), ZipState::Synced);
@@ -124,6 +128,11 @@ fn a_block_that_cannot_be_synced_is_freed_and_the_page_stays_plain() {
     let (store, pool) = setup(64, BLOCK);
     stored_block(&store, zid(6), 2, 3);
     let mut g = pool.get_exclusive(zid(6)).unwrap();
+    assert_eq!(g.change_with_zip(|_, _| (false, 5)), Some(5));
+    assert!(
+        !g.has_unrecorded_change(),
+        "an attempt that changed nothing"
+    );
     g[500] = 1;
     assert!(!g.sync_zip(|_, _| false));
     assert_eq!(g.zip_state(), ZipState::None);

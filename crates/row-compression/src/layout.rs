@@ -307,6 +307,13 @@ impl BlockHeader {
     }
 }
 
+/// Whether `bytes` start like a compressed block: the page type in the FIL header is
+/// [`PAGE_TYPE_COMPRESSED_INDEX`]. A hint for readers choosing a decoder, not a verification
+/// ([`verify_block`] is).
+pub fn is_compressed_block(bytes: &[u8]) -> bool {
+    barracuda_page::bytes::u16_at(bytes, OFF_PAGE_TYPE) == Some(PAGE_TYPE_COMPRESSED_INDEX)
+}
+
 /// Seals `block`: the LSN's low half and the magic in its FIL trailer, then the CRC-32C of
 /// bytes `4..` at offset 0 — as a page is sealed (FORMATS §2), at the block's length.
 pub fn seal_block(block: &mut [u8]) {

@@ -59,7 +59,7 @@ mod trailer_edit;
 pub use codec::Codec;
 pub use compress::Compressor;
 pub use error::{Result, RowCompressionError};
-pub use layout::{seal_block, verify_block, PAGE_TYPE_COMPRESSED_INDEX};
+pub use layout::{is_compressed_block, seal_block, verify_block, PAGE_TYPE_COMPRESSED_INDEX};
 pub use padding::{
     AdaptivePadding, PaddingSettings, GOOD_ROUNDS_TO_SHRINK, PAD_INCREMENT, ROUND_LEN,
 };

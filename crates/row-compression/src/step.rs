@@ -120,7 +120,10 @@ impl Compressor {
             }
             Err(RowCompressionError::LogFull { .. }) => {
                 let block = zip.block_size();
-                let fitted = self.compress_timed(&mut changed, ps, block, how.codec, how.stats);
+                // Compression zeroes the page's unused space; on a copy, so that the frame is
+                // exactly the change replayed (what a redo log of the change reproduces).
+                let mut canonical = changed.clone();
+                let fitted = self.compress_timed(&mut canonical, ps, block, how.codec, how.stats);
                 if let Some(padding) = how.padding {
                     padding.record(fitted.is_ok());
                 }

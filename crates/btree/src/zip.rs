@@ -1,0 +1,368 @@
+//! Row compression in the tree (InnoDB's `ROW_FORMAT=COMPRESSED`): every index page of a
+//! compressed tree is kept in the pool as its frame plus a block of `KEY_BLOCK_SIZE` bytes,
+//! and the block is what goes to disk.
+//!
+//! The frame stays the truth the redo log describes; the block follows it:
+//! - A record inserted, replaced or removed in a leaf ([`BTree::make_change`]) is made to the
+//!   frame and the block together ([`Compressor::apply`]): logged on the block's modification
+//!   log, or, when the log is full, the page recompressed. An insert or a growing replace that
+//!   the block cannot take even recompressed is refused before anything changes
+//!   ([`Placed::DoesNotFit`]) and the caller splits the leaf, as InnoDB does when
+//!   `page_zip_compress` fails.
+//! - Structure changes (splits, merges, a root raise, sibling links) change the frame alone and
+//!   leave the block stale; the mini-transaction recompresses every such page before it
+//!   commits ([`sync_pages`]), and gives new pages their block.
+//! - A page that does not fit its block after all (a split half of incompressible records) is
+//!   kept and written plain — never refused, never lost — and counted as a failed compression;
+//!   the next insert into it is refused until a split makes it fit.
+//!
+//! Recovery replays the frame's redo and the page is recompressed when next changed; the block
+//! is a function of the frame, so no compressed image is logged.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use barracuda_buffer_pool::{ExclusiveGuard, ZipState};
+use barracuda_page::{FileHeader, PageSize, PageType, SpaceId};
+use barracuda_row_compression::{
+    AdaptivePadding, Applied, BlockSize, Change, Codec, CompressedPage, CompressionStats,
+    Compressor, PaddingSettings, Recompression, RowCompressionError,
+};
+
+use crate::error::{BTreeError, Result};
+use crate::mtr::{IndexChange, Mtr};
+use crate::node::{NodeMut, NodeRef, Value};
+use crate::tree::BTree;
+
+/// How one tree's pages are compressed: its space, block size and codec, the index's adaptive
+/// padding and the counters its compressions update.
+#[derive(Debug)]
+pub struct ZipIndex {
+    space: SpaceId,
+    block: BlockSize,
+    codec: Codec,
+    page_size: PageSize,
+    padding: AdaptivePadding,
+    stats: Arc<CompressionStats>,
+}
+
+impl ZipIndex {
+    /// Compression of the index pages of `space` into blocks of `block` with `codec`, counted
+    /// in `stats` (shared by every table, per block size: INNODB_CMP).
+    pub fn new(
+        space: SpaceId,
+        block: BlockSize,
+        codec: Codec,
+        page_size: PageSize,
+        stats: Arc<CompressionStats>,
+    ) -> Self {
+        Self {
+            space,
+            block,
+            codec,
+            page_size,
+            padding: AdaptivePadding::new(page_size.bytes(), PaddingSettings::default()),
+            stats,
+        }
+    }
+
+    /// The block size.
+    pub fn block(&self) -> BlockSize {
+        self.block
+    }
+
+    /// The codec.
+    pub fn codec(&self) -> Codec {
+        self.codec
+    }
+
+    /// The index's adaptive padding (INNODB_CMP_PER_INDEX's padding).
+    pub fn padding(&self) -> &AdaptivePadding {
+        &self.padding
+    }
+
+    /// The longest record an inline value may make: one that fits a block alone even if it
+    /// does not compress at all, so that a split always ends with pages that fit.
+    pub(crate) fn max_record(&self) -> usize {
+        self.block.bytes().saturating_sub(BLOCK_RESERVE)
+    }
+
+    fn how(&self) -> Recompression<'_> {
+        Recompression {
+            codec: self.codec,
+            padding: Some(&self.padding),
+            stats: Some(&self.stats),
+        }
+    }
+
+    /// Compresses `frame` (an index page) into `block`; `false` when it does not fit.
+    fn compress(&self, frame: &[u8], block: &mut [u8]) -> bool {
+        with_compressor(|c, scratch| {
+            // Compression zeroes unused space on its input: a copy keeps the frame as it is.
+            scratch.clear();
+            scratch.extend_from_slice(frame);
+            let fitted = c
+                .compress_into(
+                    scratch,
+                    self.page_size,
+                    self.codec,
+                    block,
+                    Some(&self.stats),
+                )
+                .is_ok();
+            self.padding.record(fitted);
+            fitted
+        })
+    }
+}
+
+/// What a block needs beside a record that does not compress at all: the page and index
+/// headers, one record's trailer entry, the stream's framing and the modification log's end.
+const BLOCK_RESERVE: usize = 256;
+
+thread_local! {
+    /// One compressor per thread (codec state and buffers are reused), and a page-sized
+    /// scratch buffer.
+    static COMPRESSOR: RefCell<(Compressor, Vec<u8>)> = RefCell::new((Compressor::new(), Vec::new()));
+}
+
+fn with_compressor<R>(f: impl FnOnce(&mut Compressor, &mut Vec<u8>) -> R) -> R {
+    COMPRESSOR.with(|cell| {
+        let (compressor, scratch) = &mut *cell.borrow_mut();
+        f(compressor, scratch)
+    })
+}
+
+/// How a leaf change went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Placed {
+    /// Made (to the frame, and to the block when the page has one) and described to the mtr.
+    Done,
+    /// The page with the change does not fit its block: nothing changed; split.
+    DoesNotFit,
+}
+
+/// A change [`BTree::make_change`] makes to a leaf or internal node.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum NodeChange<'a> {
+    /// Insert `key → value` as record `pos`.
+    Insert {
+        pos: usize,
+        key: &'a [u8],
+        value: Value<'a>,
+        sys: barracuda_page::SysFields,
+    },
+    /// Replace record `pos` by `key → value`.
+    Replace {
+        pos: usize,
+        key: &'a [u8],
+        value: Value<'a>,
+        sys: barracuda_page::SysFields,
+    },
+    /// Remove record `pos`.
+    Remove { pos: usize },
+}
+
+impl BTree {
+    /// Makes `change` to `guard`'s node and describes it to `mtr`. On a compressed tree the
+    /// block takes the change too; an insert or a replace the block cannot take is refused with
+    /// [`Placed::DoesNotFit`], changing nothing. The frame's own room is the caller's to check
+    /// (a change the frame refuses is an error).
+    pub(crate) fn make_change(
+        &self,
+        mtr: &mut Mtr<'_>,
+        guard: &mut ExclusiveGuard<'_>,
+        change: NodeChange<'_>,
+    ) -> Result<Placed> {
+        let id = guard.page_id();
+        let grows = self.zip.is_some() && self.grows(guard, &change)?;
+        let (described, record_change) = match change {
+            NodeChange::Insert {
+                pos,
+                key,
+                value,
+                sys,
+            } => {
+                let record = value.record(key, sys);
+                (
+                    IndexChange::Insert { pos, record },
+                    Change::Insert { pos, record },
+                )
+            }
+            NodeChange::Replace {
+                pos,
+                key,
+                value,
+                sys,
+            } => {
+                let record = value.record(key, sys);
+                (
+                    IndexChange::Replace { pos, record },
+                    Change::Replace { pos, record },
+                )
+            }
+            NodeChange::Remove { pos } => (IndexChange::Remove { pos }, Change::Remove { pos }),
+        };
+        if let Some(zip) = self.zip.as_deref() {
+            if guard.zip_state() == ZipState::Synced {
+                let applied = guard.change_with_zip(|frame, block| {
+                    let outcome =
+                        CompressedPage::open(block, id, zip.page_size).and_then(|mut page| {
+                            with_compressor(|c, _| {
+                                c.apply(frame, &mut page, &record_change, zip.how())
+                            })
+                        });
+                    (outcome.is_ok(), outcome)
+                });
+                match applied {
+                    Some(Ok(Applied::Logged | Applied::Recompressed)) => {
+                        mtr.describe(guard, described)?;
+                        return Ok(Placed::Done);
+                    }
+                    Some(Err(RowCompressionError::DoesNotFit { .. })) if grows => {
+                        return Ok(Placed::DoesNotFit);
+                    }
+                    // A shrinking change that does not fit recompressed (rare: a different
+                    // byte order compressing worse) is made to the frame alone below; the
+                    // commit leaves the page plain if it still does not fit.
+                    Some(Err(RowCompressionError::DoesNotFit { .. })) | None => {}
+                    Some(Err(e)) => {
+                        return Err(BTreeError::corrupt(id, format!("compressed page: {e}")))
+                    }
+                }
+            } else if grows && !Self::fits_compressed(guard, zip, &record_change)? {
+                return Ok(Placed::DoesNotFit);
+            }
+        }
+        {
+            let mut node = NodeMut::open(guard.described_change_mut(), id, self)?;
+            let placed = match change {
+                NodeChange::Insert {
+                    pos,
+                    key,
+                    value,
+                    sys,
+                } => node.insert(pos, key, value, sys)?,
+                NodeChange::Replace {
+                    pos,
+                    key,
+                    value,
+                    sys,
+                } => node.replace(pos, key, value, sys)?,
+                NodeChange::Remove { pos } => node.remove(pos).map(|()| true)?,
+            };
+            if !placed {
+                return Err(BTreeError::corrupt(
+                    id,
+                    "record did not fit after a room check",
+                ));
+            }
+        }
+        mtr.describe(guard, described)?;
+        Ok(Placed::Done)
+    }
+
+    /// Whether `change` makes the page's records larger: an insert, or a replace by a longer
+    /// record. Only such a change may be refused for want of room in the block; the others
+    /// (removals, delete-marks and transaction fields, which MVCC writes in place) always go
+    /// through, and at worst leave the page plain.
+    fn grows(&self, guard: &ExclusiveGuard<'_>, change: &NodeChange<'_>) -> Result<bool> {
+        Ok(match *change {
+            NodeChange::Insert { .. } => true,
+            NodeChange::Remove { .. } => false,
+            NodeChange::Replace {
+                pos, key, value, ..
+            } => {
+                let node = NodeRef::open(guard, guard.page_id(), self)?;
+                crate::node::record_size(self.ctx.pool.page_size(), key.len(), value)
+                    > node.record_size_at(pos)?
+            }
+        })
+    }
+
+    /// Whether a value of `value_len` bytes under a key of `key_len` bytes goes off-page: when
+    /// it does not fit a page inline, and on a compressed tree when its record would not fit
+    /// a block alone uncompressed ([`ZipIndex::max_record`]).
+    pub(crate) fn needs_overflow(&self, key_len: usize, value_len: usize) -> bool {
+        value_len > self.max_inline_value(key_len)
+    }
+
+    /// The longest value stored inline under a key of `key_len` bytes.
+    pub(crate) fn max_inline_value(&self, key_len: usize) -> usize {
+        let page_limit = barracuda_page::max_inline_value_len(self.ctx.pool.page_size(), key_len);
+        match self.zip.as_deref() {
+            None => page_limit,
+            Some(zip) => {
+                // The record's size less the value's own bytes is its fixed overhead.
+                let overhead = crate::node::record_size(
+                    self.ctx.pool.page_size(),
+                    key_len,
+                    Value::Inline(&[]),
+                );
+                page_limit.min(zip.max_record().saturating_sub(overhead))
+            }
+        }
+    }
+
+    /// Whether `guard`'s page (without a synced block) with `change` made would compress into
+    /// the tree's blocks: the trial the commit's recompression would repeat.
+    fn fits_compressed(
+        guard: &ExclusiveGuard<'_>,
+        zip: &ZipIndex,
+        change: &Change<'_>,
+    ) -> Result<bool> {
+        let id = guard.page_id();
+        let mut page = guard.to_vec();
+        make_on_copy(&mut page, zip.page_size, change)
+            .map_err(|e| BTreeError::corrupt(id, format!("trial change: {e}")))?;
+        let mut block = vec![0u8; zip.block.bytes()];
+        Ok(zip.compress(&page, &mut block))
+    }
+}
+
+/// Makes `change` to a copy of an index page.
+fn make_on_copy(
+    page: &mut [u8],
+    ps: PageSize,
+    change: &Change<'_>,
+) -> std::result::Result<(), barracuda_page::PageError> {
+    let mut index = barracuda_page::IndexPage::open_trusted(page, ps)?;
+    match *change {
+        Change::Insert { pos, record } => index.insert(pos, &record),
+        Change::Replace { pos, record } => index.replace(pos, &record),
+        Change::Remove { pos } => index.remove(pos),
+        Change::Truncate { .. } | Change::Write { .. } => Ok(()),
+    }
+}
+
+/// Brings the blocks of the pages an mtr changed in step before it commits: for each page of
+/// `zip`'s space that is an index page, a stale block is recompressed and a page without one
+/// is given one; a page that does not fit is left plain (its block freed), and a page that is
+/// no index page any more (freed, or an overflow page) has none.
+pub(crate) fn sync_pages(zip: &ZipIndex, pages: &mut [ExclusiveGuard<'_>]) {
+    for guard in pages.iter_mut() {
+        if guard.page_id().space_id != zip.space {
+            continue;
+        }
+        let is_index = FileHeader::read(guard).is_ok_and(|h| h.page_type == PageType::Index);
+        let state = guard.zip_state();
+        if !is_index {
+            if state != ZipState::None {
+                guard.detach_zip();
+            }
+            continue;
+        }
+        match state {
+            ZipState::Synced => {}
+            ZipState::Stale => {
+                guard.sync_zip(|frame, block| zip.compress(frame, block));
+            }
+            ZipState::None => {
+                // No frame to be had for a block is no error: the page is written plain.
+                if guard.attach_zip(zip.block.bytes()).is_ok() {
+                    guard.sync_zip(|frame, block| zip.compress(frame, block));
+                }
+            }
+        }
+    }
+}
