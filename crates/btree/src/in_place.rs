@@ -59,7 +59,7 @@ impl BTree {
         if let InPlace::Put(value) = change {
             // On a compressed tree the block may refuse a new value, and by then `prepare`
             // has logged its part: a put takes the general path there.
-            if self.zip.is_some() || self.needs_overflow(key.len(), value.len()) {
+            if self.zip.is_some() || self.needs_overflow(key.len(), value) {
                 return Ok(InPlaceOutcome::NotHere);
             }
         }

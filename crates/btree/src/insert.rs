@@ -83,7 +83,7 @@ impl BTree {
                 max: MAX_VALUE_LEN,
             });
         }
-        let (stored, chain) = if self.needs_overflow(key.len(), value.len()) {
+        let (stored, chain) = if self.needs_overflow(key.len(), value) {
             let first_page = overflow::write_chain(self, value)?;
             (
                 Value::Overflow {

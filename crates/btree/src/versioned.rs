@@ -138,7 +138,7 @@ impl BTree {
     ) -> Result<Option<StoredRecord>> {
         self.check_key(key)?;
         if let StoredValue::Inline(bytes) = value {
-            if self.needs_overflow(key.len(), bytes.len()) {
+            if self.needs_overflow(key.len(), bytes) {
                 return Err(BTreeError::ValueTooLong {
                     len: bytes.len() as u64,
                     max: self.max_inline_value(key.len()) as u64,

@@ -280,28 +280,34 @@ impl BTree {
         })
     }
 
-    /// Whether a value of `value_len` bytes under a key of `key_len` bytes goes off-page: when
-    /// it does not fit a page inline, and on a compressed tree when its record would not fit
-    /// a block alone uncompressed ([`ZipIndex::max_record`]).
-    pub(crate) fn needs_overflow(&self, key_len: usize, value_len: usize) -> bool {
-        value_len > self.max_inline_value(key_len)
+    /// Whether `value` under a key of `key_len` bytes goes off-page: when it does not fit a
+    /// page inline, and on a compressed tree when its record would not fit a block alone —
+    /// judged on the value compressed, since the block holds records compressed: dictionary
+    /// text of a kilobyte stays in a 1 KiB block's page, random bytes of the same length go
+    /// to an overflow chain. (InnoDB judges the record uncompressed, `page_zip_rec_needs_ext`,
+    /// and stores what it moves off-page in compressed BLOB pages instead.)
+    pub(crate) fn needs_overflow(&self, key_len: usize, value: &[u8]) -> bool {
+        let page_limit = barracuda_page::max_inline_value_len(self.ctx.pool.page_size(), key_len);
+        if value.len() > page_limit {
+            return true;
+        }
+        let Some(zip) = self.zip.as_deref() else {
+            return false;
+        };
+        // The record's size less the value's own bytes is its fixed overhead.
+        let overhead =
+            crate::node::record_size(self.ctx.pool.page_size(), key_len, Value::Inline(&[]));
+        let room = zip.max_record().saturating_sub(overhead);
+        if value.len() <= room {
+            return false;
+        }
+        !with_compressor(|c, _| c.compresses_within(zip.codec, value, room))
     }
 
-    /// The longest value stored inline under a key of `key_len` bytes.
+    /// The longest value [`needs_overflow`](Self::needs_overflow) keeps inline whatever its
+    /// bytes (for error messages about values that must be inline).
     pub(crate) fn max_inline_value(&self, key_len: usize) -> usize {
-        let page_limit = barracuda_page::max_inline_value_len(self.ctx.pool.page_size(), key_len);
-        match self.zip.as_deref() {
-            None => page_limit,
-            Some(zip) => {
-                // The record's size less the value's own bytes is its fixed overhead.
-                let overhead = crate::node::record_size(
-                    self.ctx.pool.page_size(),
-                    key_len,
-                    Value::Inline(&[]),
-                );
-                page_limit.min(zip.max_record().saturating_sub(overhead))
-            }
-        }
+        barracuda_page::max_inline_value_len(self.ctx.pool.page_size(), key_len)
     }
 
     /// Whether `guard`'s page (without a synced block) with `change` made would compress into

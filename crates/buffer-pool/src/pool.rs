@@ -231,7 +231,7 @@ impl BufferPool {
         let linear = inner.ra_linear.load(Relaxed);
         stats.read_ahead_threshold = (linear != u32::MAX).then_some(linear);
         stats.random_read_ahead = inner.ra_random.load(Relaxed);
-        (stats.zip_frames, stats.zip_blocks) = inner.zip_stats();
+        (stats.zip_frames, stats.zip_pages, stats.zip_blocks) = inner.zip_stats();
         stats
     }
 

@@ -185,6 +185,8 @@ pub struct PoolStats {
     /// Frames lent to the compressed blocks of row-compressed pages (InnoDB: the
     /// `BUF_BLOCK_MEMORY` frames of the buddy allocator): frames the LRU does not have.
     pub zip_frames: usize,
+    /// Pages held with a compressed block beside their frame (InnoDB's unzip LRU length).
+    pub zip_pages: usize,
     /// The compressed blocks, per block size from 1 KiB (INFORMATION_SCHEMA.INNODB_CMPMEM's
     /// `pages_used` and `pages_free`); a block of a whole page is a frame and not listed.
     pub zip_blocks: Vec<crate::buddy::BuddyClassStats>,
@@ -246,6 +248,7 @@ impl PoolStats {
             read_ahead_evicted: get(&c.read_ahead_evicted),
             manager_rounds: get(&c.manager_rounds),
             zip_frames: 0,
+            zip_pages: 0,
             zip_blocks: Vec::new(),
         }
     }

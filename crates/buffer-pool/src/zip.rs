@@ -225,12 +225,16 @@ impl Inner {
         }
     }
 
-    /// Frames lent to the block allocator, and its per-size counts.
-    pub(crate) fn zip_stats(&self) -> (usize, Vec<BuddyClassStats>) {
+    /// Frames lent to blocks, pages with a block, and the allocator's per-size counts.
+    pub(crate) fn zip_stats(&self) -> (usize, usize, Vec<BuddyClassStats>) {
         let zip = self.zip.lock();
+        let whole = self.zip_whole_frames.load(SeqCst);
+        let classes = zip.stats();
+        let blocks: u64 = classes.iter().map(|c| c.used).sum();
         (
-            zip.frames() + self.zip_whole_frames.load(SeqCst),
-            zip.stats(),
+            zip.frames() + whole,
+            usize::try_from(blocks).unwrap_or(usize::MAX) + whole,
+            classes,
         )
     }
 }

@@ -49,6 +49,8 @@ impl PageCompression {
 /// The counters of `status()` (MariaDB's names; see [`PageCompressionStatus`]).
 #[derive(Debug, Default)]
 pub(crate) struct CompressionCounters {
+    /// Row compression's counters (INNODB_CMP), shared with the compressed trees.
+    pub(crate) row: Arc<barracuda_row_compression::CompressionStats>,
     saved: AtomicU64,
     compressed: AtomicU64,
     written_plain: AtomicU64,
@@ -281,6 +283,10 @@ impl PageEncoder {
         compression: Option<SpaceCompression>,
         slot: &mut [u8],
     ) -> usize {
+        if barracuda_row_compression::is_compressed_block(frame) {
+            // A row-compressed page's block: written as it is (sealed), never page-compressed.
+            return crate::row_compression::encode_block(frame, slot);
+        }
         slot.copy_from_slice(frame);
         let Some(compression) = compression else {
             seal_page(slot);

@@ -22,7 +22,7 @@ use crate::layout::{
     is_valid_table_name, table_path, SYSTEM_FILE, TABLES_DIR, TABLE_NAME_RULE, UNDO_SPACE_ID,
 };
 use crate::open::{ensure_undo_space, lock_dir, open_log, space_paths};
-use crate::options::{EngineOptions, TableOptions};
+use crate::options::{EngineOptions, RowFormat, TableOptions};
 use crate::page_cleaner::{self, FlushControllerKind, Flushing};
 use crate::recovery::RecoveryReport;
 use crate::redo_sink::RedoSink;
@@ -186,6 +186,7 @@ impl Engine {
         .map_err(|e| Error::InvalidOption(e.to_string()))?;
         let log = Arc::new(RedoSink::new(log, page_size));
         let catalog = Arc::new(Mutex::new(catalog));
+        let row_stats = encoder.counters().row.clone();
         let spaces = Arc::new(SpaceRegistry::new(
             log.clone(),
             catalog.clone(),
@@ -241,13 +242,16 @@ impl Engine {
                 file: system_path.clone(),
                 what: format!("table name {:?} is not {TABLE_NAME_RULE}", entry.name),
             })?;
-            let space = Arc::new(Tablespace::open(
-                &*fs,
-                &path,
-                entry.space_id,
-                page_size,
-                options_of.page_compression,
-            )?);
+            let space = Arc::new(
+                Tablespace::open(
+                    &*fs,
+                    &path,
+                    entry.space_id,
+                    page_size,
+                    options_of.stored_page_compression(),
+                )?
+                .with_row_compression(options_of.row_format.block_size()),
+            );
             if entry.root_page_no == 0 || entry.root_page_no >= space.size_pages() {
                 return Err(Error::Corrupt {
                     file: system_path,
@@ -260,11 +264,15 @@ impl Engine {
                 });
             }
             spaces.insert(space);
-            let tree = BTree::open(
-                ctx.clone(),
-                entry.space_id,
-                entry.root_page_no,
-                entry.index_id,
+            let tree = open_tree(
+                BTree::open(
+                    ctx.clone(),
+                    entry.space_id,
+                    entry.root_page_no,
+                    entry.index_id,
+                ),
+                options_of,
+                &row_stats,
             );
             tables.insert(
                 entry.name.clone(),
@@ -334,11 +342,11 @@ impl Engine {
 
     /// Creates a table stored in its own tablespace `tables/<name>.ibd`.
     ///
-    /// Names are 1–64 bytes of ASCII letters, digits, `_` and `-`. Options this version cannot
-    /// provide yet (row or page compression) are refused with [`Error::Unsupported`].
+    /// Names are 1–64 bytes of ASCII letters, digits, `_` and `-`. Options that cannot be
+    /// stored (see [`TableOptions`]) are refused with [`Error::InvalidOption`] naming them.
     pub fn create_table(&self, name: &str, options: TableOptions) -> Result<Table> {
         check_table_name(name)?;
-        options.check_supported()?;
+        options.check_supported(self.inner.page_size)?;
         self.check_writable()?;
         let mut catalog = self.inner.catalog.lock();
         if catalog.entries.contains_key(name) {
@@ -355,14 +363,17 @@ impl Engine {
             name: name.to_owned(),
             why: TABLE_NAME_RULE,
         })?;
-        let space = Arc::new(Tablespace::create(
-            &*self.inner.options.resolved_file_system(),
-            &path,
-            space_id,
-            self.inner.page_size,
-            FirstPage::IndexRoot(index_id),
-            options.page_compression,
-        )?);
+        let space = Arc::new(
+            Tablespace::create(
+                &*self.inner.options.resolved_file_system(),
+                &path,
+                space_id,
+                self.inner.page_size,
+                FirstPage::IndexRoot(index_id),
+                options.stored_page_compression(),
+            )?
+            .with_row_compression(options.row_format.block_size()),
+        );
         let (row_format, key_block_size, page_compression, compression_level) = options.encode();
         catalog.entries.insert(
             name.to_owned(),
@@ -387,7 +398,11 @@ impl Engine {
             return Err(err);
         }
         self.inner.spaces.insert(space);
-        let tree = BTree::open(self.inner.ctx.clone(), space_id, 1, index_id);
+        let tree = open_tree(
+            BTree::open(self.inner.ctx.clone(), space_id, 1, index_id),
+            options,
+            &self.inner.spaces.encoder().counters().row,
+        );
         let table = Arc::new(TableInner::new(
             self.inner.serial,
             name.to_owned(),
@@ -584,9 +599,10 @@ impl Engine {
         let c = &self.inner.counters;
         let log = self.inner.log.log();
         let log_stats = log.stats();
+        let pool = self.inner.pool.stats();
         EngineStatus {
             page_size: self.inner.page_size,
-            pool: self.inner.pool.stats(),
+            pool: pool.clone(),
             current_lsn: log.current_lsn(),
             redo: RedoStatus {
                 flushed_lsn: log.flushed_lsn(),
@@ -615,6 +631,7 @@ impl Engine {
                     .counters()
                     .status(trims, failures, encoder.threads())
             },
+            row_compression: self.row_compression_status(&pool),
             oldest_modification_lsn: self.inner.pool.oldest_modification(),
             rows_read: c.rows_read.load(Ordering::Relaxed),
             rows_written: c.rows_written.load(Ordering::Relaxed),
@@ -624,6 +641,40 @@ impl Engine {
             checkpoints: c.checkpoints.load(Ordering::Relaxed),
             read_only: self.inner.read_only_reason(),
             tables: table_status,
+        }
+    }
+
+    /// Row compression's part of `status()`.
+    fn row_compression_status(
+        &self,
+        pool: &barracuda_buffer_pool::PoolStats,
+    ) -> crate::row_compression::RowCompressionStatus {
+        let mut tables: Vec<crate::row_compression::CompressedTableStatus> = self
+            .inner
+            .tables
+            .read()
+            .values()
+            .filter_map(|t| {
+                let zip = t.tree.compression()?;
+                Some(crate::row_compression::CompressedTableStatus::new(
+                    t.name.clone(),
+                    zip.block().bytes(),
+                    zip.padding().pad(),
+                    zip.padding().changes(),
+                ))
+            })
+            .collect();
+        tables.sort_by(|a, b| a.name.cmp(&b.name));
+        crate::row_compression::RowCompressionStatus {
+            cmp: self.inner.spaces.encoder().counters().row.snapshot(),
+            zip_frames: pool.zip_frames,
+            blocks_in_pool: pool
+                .zip_blocks
+                .iter()
+                .map(|c| (c.block_bytes, c.used))
+                .collect(),
+            unzip_lru_len: pool.zip_pages,
+            tables,
         }
     }
 
@@ -845,5 +896,30 @@ fn check_table_name(name: &str) -> Result<()> {
             name: name.to_owned(),
             why: TABLE_NAME_RULE,
         })
+    }
+}
+
+/// A table's tree with its row compression, if its row format compresses (counted in
+/// `stats`, the engine's INNODB_CMP counters).
+fn open_tree(
+    tree: BTree,
+    options: TableOptions,
+    stats: &Arc<barracuda_row_compression::CompressionStats>,
+) -> BTree {
+    match options.row_format {
+        RowFormat::Compressed { algorithm, .. } => match options.row_format.block_size() {
+            Some(block) => {
+                let zip = barracuda_btree::ZipIndex::new(
+                    tree.space(),
+                    block,
+                    algorithm,
+                    tree.context().pool().page_size(),
+                    stats.clone(),
+                );
+                tree.with_compression(Arc::new(zip))
+            }
+            None => tree,
+        },
+        _ => tree,
     }
 }

@@ -154,7 +154,7 @@ fn space_compression(catalog: &Catalog) -> Result<HashMap<SpaceId, PageCompressi
                 entry.compression_level,
             ),
         )?;
-        if let Some(c) = options.get_page_compression() {
+        if let Some(c) = options.stored_page_compression() {
             compression.insert(entry.space_id, c);
         }
     }

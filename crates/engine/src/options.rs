@@ -9,6 +9,7 @@ use barracuda_doublewrite::DoublewriteMode;
 use barracuda_io::{FileSystem, OsFileSystem};
 use barracuda_page::PageSize;
 use barracuda_redo::flushing::FlushSettings;
+use barracuda_row_compression::{BlockSize, Codec};
 
 use crate::error::{Error, Result};
 use crate::recovery::RecoveryProgress;
@@ -314,13 +315,38 @@ pub enum RowFormat {
     /// Plain pages; large values off-page (InnoDB: `DYNAMIC`). Default.
     #[default]
     Dynamic,
-    /// Compressed B-tree pages of `key_block_size` KiB (1, 2, 4, 8 or 16)
-    /// (InnoDB: `ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=n`). Not available yet: refused with
-    /// [`Error::Unsupported`].
+    /// Compressed B-tree pages (InnoDB: `ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=n`): each index
+    /// page is kept compressed in a block of `key_block_size` KiB (1, 2, 4, 8 or 16, at most the
+    /// page size) with a modification log, on disk and in the buffer pool, beside its
+    /// uncompressed frame while it is in use. See [`RowFormat::compressed`] for the default
+    /// codec.
     Compressed {
         /// Compressed page size in KiB.
         key_block_size: u8,
+        /// The codec: zlib (deflate) at a level, InnoDB's choice, or LZ4, beyond InnoDB.
+        algorithm: Codec,
     },
+}
+
+impl RowFormat {
+    /// `ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=key_block_size` with zlib at level 6 (InnoDB's
+    /// `innodb_compression_level` default).
+    pub const fn compressed(key_block_size: u8) -> Self {
+        Self::Compressed {
+            key_block_size,
+            algorithm: Codec::Zlib { level: 6 },
+        }
+    }
+
+    /// The block size of a compressed row format, `None` for plain pages.
+    pub(crate) fn block_size(self) -> Option<BlockSize> {
+        match self {
+            Self::Dynamic => None,
+            Self::Compressed { key_block_size, .. } => {
+                BlockSize::from_bytes(usize::from(key_block_size) << 10)
+            }
+        }
+    }
 }
 
 /// Compression of whole pages just before they are written, with hole punching
@@ -370,12 +396,55 @@ impl TableOptions {
         self.page_compression
     }
 
-    /// Refuses what this version cannot store yet, naming the option.
-    pub(crate) fn check_supported(self) -> Result<()> {
-        if let RowFormat::Compressed { key_block_size } = self.row_format {
-            return Err(Error::Unsupported(format!(
-                "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE={key_block_size} is not available yet"
-            )));
+    /// How the table's pages that are not compressed blocks are written: its page compression,
+    /// or, for a `ROW_FORMAT=COMPRESSED` table, the rows' codec applied to its other pages
+    /// (overflow pages, the space header, an index page that did not fit its block) — as
+    /// InnoDB stores a compressed table's BLOBs compressed.
+    pub(crate) fn stored_page_compression(self) -> Option<PageCompression> {
+        match self.row_format {
+            RowFormat::Dynamic => self.page_compression,
+            RowFormat::Compressed { algorithm, .. } => Some(match algorithm {
+                Codec::Zlib { level } => PageCompression::Zlib { level },
+                Codec::Lz4 => PageCompression::Lz4,
+            }),
+        }
+    }
+
+    /// Refuses what cannot be stored, naming the option: a key block size that is not 1, 2,
+    /// 4, 8 or 16 KiB or exceeds the page, a zlib level outside 1..=9, and page compression
+    /// of a table with compressed rows (InnoDB refuses `PAGE_COMPRESSED` with
+    /// `ROW_FORMAT=COMPRESSED` too: the pages are compressed already).
+    pub(crate) fn check_supported(self, page_size: PageSize) -> Result<()> {
+        if let RowFormat::Compressed {
+            key_block_size,
+            algorithm,
+        } = self.row_format
+        {
+            let block = usize::from(key_block_size) << 10;
+            if BlockSize::from_bytes(block).is_none() {
+                return Err(Error::InvalidOption(format!(
+                    "KEY_BLOCK_SIZE={key_block_size} is not 1, 2, 4, 8 or 16"
+                )));
+            }
+            if block > page_size.bytes() {
+                return Err(Error::InvalidOption(format!(
+                    "KEY_BLOCK_SIZE={key_block_size} exceeds the {page_size} page size"
+                )));
+            }
+            if let Codec::Zlib { level } = algorithm {
+                if !(1..=9).contains(&level) {
+                    return Err(Error::InvalidOption(format!(
+                        "row compression zlib level {level} is outside 1..=9"
+                    )));
+                }
+            }
+            if self.page_compression.is_some() {
+                return Err(Error::InvalidOption(
+                    "page compression of a ROW_FORMAT=COMPRESSED table is refused: its pages \
+                     are compressed already (InnoDB refuses the combination too)"
+                        .to_owned(),
+                ));
+            }
         }
         if let Some(PageCompression::Zlib { level }) = self.page_compression {
             if !(1..=9).contains(&level) {
@@ -387,20 +456,33 @@ impl TableOptions {
         Ok(())
     }
 
-    /// Catalog encoding: `(row_format, key_block_size, page_compression, level)`.
+    /// Catalog encoding: `(row_format, key_block_size, compression, level)`.
     // Format: row_format u8 (0 dynamic, 1 compressed) | key_block_size u8 (KiB, 0 = none)
-    //       | page_compression u8 (0 none, 1 zlib, 2 lz4) | level u8 (zlib level, else 0)
+    //       | compression u8 (0 none, 1 zlib, 2 lz4) | level u8 (zlib level, else 0).
+    // The codec fields are the page compression's for a dynamic table and the rows' codec for
+    // a compressed one (the two never go together).
     pub(crate) fn encode(self) -> (u8, u8, u8, u8) {
-        let (row_format, key_block_size) = match self.row_format {
-            RowFormat::Dynamic => (0, 0),
-            RowFormat::Compressed { key_block_size } => (1, key_block_size),
+        let codec = |c: Codec| match c {
+            Codec::Zlib { level } => (1, level),
+            Codec::Lz4 => (2, 0),
         };
-        let (compression, level) = match self.page_compression {
-            None => (0, 0),
-            Some(PageCompression::Zlib { level }) => (1, level),
-            Some(PageCompression::Lz4) => (2, 0),
-        };
-        (row_format, key_block_size, compression, level)
+        match self.row_format {
+            RowFormat::Dynamic => {
+                let (compression, level) = match self.page_compression {
+                    None => (0, 0),
+                    Some(PageCompression::Zlib { level }) => (1, level),
+                    Some(PageCompression::Lz4) => (2, 0),
+                };
+                (0, 0, compression, level)
+            }
+            RowFormat::Compressed {
+                key_block_size,
+                algorithm,
+            } => {
+                let (compression, level) = codec(algorithm);
+                (1, key_block_size, compression, level)
+            }
+        }
     }
 
     /// Decodes catalog fields; unknown values are an error naming the table.
@@ -410,21 +492,33 @@ impl TableOptions {
             file: "system.ibs".into(),
             what: format!("table {table}: {what}"),
         };
-        let row_format = match (row_format, key_block_size) {
-            (0, 0) => RowFormat::Dynamic,
-            (1, k @ (1 | 2 | 4 | 8 | 16)) => RowFormat::Compressed { key_block_size: k },
-            (f, k) => return Err(bad(format!("unknown row format {f} / key block size {k}"))),
-        };
         let page_compression = match (compression, level) {
             (0, _) => None,
             (1, l @ 1..=9) => Some(PageCompression::Zlib { level: l }),
             (2, _) => Some(PageCompression::Lz4),
-            (c, l) => return Err(bad(format!("unknown page compression {c} level {l}"))),
+            (c, l) => return Err(bad(format!("unknown compression {c} level {l}"))),
         };
-        Ok(Self {
-            row_format,
-            page_compression,
-        })
+        match (row_format, key_block_size) {
+            (0, 0) => Ok(Self {
+                row_format: RowFormat::Dynamic,
+                page_compression,
+            }),
+            (1, k @ (1 | 2 | 4 | 8 | 16)) => {
+                let algorithm = match page_compression {
+                    Some(PageCompression::Zlib { level }) => Codec::Zlib { level },
+                    Some(PageCompression::Lz4) => Codec::Lz4,
+                    None => return Err(bad("compressed rows without a codec".to_owned())),
+                };
+                Ok(Self {
+                    row_format: RowFormat::Compressed {
+                        key_block_size: k,
+                        algorithm,
+                    },
+                    page_compression: None,
+                })
+            }
+            (f, k) => Err(bad(format!("unknown row format {f} / key block size {k}"))),
+        }
     }
 }
 
@@ -436,7 +530,15 @@ mod tests {
     fn table_options_round_trip_through_catalog_fields() {
         let all = [
             TableOptions::default(),
-            TableOptions::default().row_format(RowFormat::Compressed { key_block_size: 8 }),
+            TableOptions::default().row_format(RowFormat::compressed(8)),
+            TableOptions::default().row_format(RowFormat::Compressed {
+                key_block_size: 1,
+                algorithm: Codec::Lz4,
+            }),
+            TableOptions::default().row_format(RowFormat::Compressed {
+                key_block_size: 16,
+                algorithm: Codec::Zlib { level: 9 },
+            }),
             TableOptions::default().page_compression(Some(PageCompression::Lz4)),
             TableOptions::default().page_compression(Some(PageCompression::Zlib { level: 6 })),
         ];
@@ -449,31 +551,61 @@ mod tests {
         assert!(TableOptions::decode("t", (7, 0, 0, 0)).is_err());
         assert!(TableOptions::decode("t", (1, 3, 0, 0)).is_err());
         assert!(TableOptions::decode("t", (0, 0, 1, 0)).is_err());
+        assert!(
+            TableOptions::decode("t", (1, 4, 0, 0)).is_err(),
+            "compressed rows need a codec"
+        );
     }
 
     #[test]
-    fn row_compression_is_refused_until_implemented_and_page_compression_levels_are_checked() {
-        let compressed =
-            TableOptions::default().row_format(RowFormat::Compressed { key_block_size: 4 });
-        assert!(matches!(
-            compressed.check_supported(),
-            Err(Error::Unsupported(_))
-        ));
+    fn options_that_cannot_be_stored_are_refused_naming_them() {
+        let ps = PageSize::K16;
+        for kbs in [1, 2, 4, 8, 16] {
+            let ok = TableOptions::default().row_format(RowFormat::compressed(kbs));
+            assert!(ok.check_supported(ps).is_ok(), "KEY_BLOCK_SIZE={kbs}");
+        }
+        let refused =
+            |o: TableOptions, page_size: PageSize, what: &str| match o.check_supported(page_size) {
+                Err(Error::InvalidOption(why)) => assert!(why.contains(what), "{why}"),
+                other => panic!("{o:?} at {page_size}: {other:?}"),
+            };
+        refused(
+            TableOptions::default().row_format(RowFormat::compressed(3)),
+            ps,
+            "KEY_BLOCK_SIZE=3",
+        );
+        refused(
+            TableOptions::default().row_format(RowFormat::compressed(16)),
+            PageSize::K8,
+            "exceeds",
+        );
+        refused(
+            TableOptions::default().row_format(RowFormat::Compressed {
+                key_block_size: 4,
+                algorithm: Codec::Zlib { level: 0 },
+            }),
+            ps,
+            "level 0",
+        );
+        refused(
+            TableOptions::default()
+                .row_format(RowFormat::compressed(8))
+                .page_compression(Some(PageCompression::Lz4)),
+            ps,
+            "ROW_FORMAT=COMPRESSED",
+        );
         let lz4 = TableOptions::default().page_compression(Some(PageCompression::Lz4));
-        assert!(lz4.check_supported().is_ok());
+        assert!(lz4.check_supported(ps).is_ok());
         for level in [1, 6, 9] {
             let zlib =
                 TableOptions::default().page_compression(Some(PageCompression::Zlib { level }));
-            assert!(zlib.check_supported().is_ok(), "level {level}");
+            assert!(zlib.check_supported(ps).is_ok(), "level {level}");
         }
         for level in [0, 10] {
             let zlib =
                 TableOptions::default().page_compression(Some(PageCompression::Zlib { level }));
-            assert!(
-                matches!(zlib.check_supported(), Err(Error::InvalidOption(_))),
-                "level {level}"
-            );
+            refused(zlib, ps, "level");
         }
-        assert!(TableOptions::default().check_supported().is_ok());
+        assert!(TableOptions::default().check_supported(ps).is_ok());
     }
 }

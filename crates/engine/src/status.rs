@@ -37,6 +37,9 @@ pub struct EngineStatus {
     /// Page compression: pages compressed, bytes saved, holes punched, pages decompressed,
     /// compression errors (MariaDB's counters), and the flush threads compressing.
     pub page_compression: PageCompressionStatus,
+    /// Row compression (`ROW_FORMAT=COMPRESSED`): INNODB_CMP per block size, the pool's
+    /// compressed blocks and unzip-LRU length, each compressed table's padding.
+    pub row_compression: crate::row_compression::RowCompressionStatus,
     /// Multi-versioning: the history list purge works through, transactions and read views
     /// open, what purge removed.
     pub mvcc: MvccStatus,

@@ -121,6 +121,22 @@ impl PageStore for SpaceRegistry {
             .map_err(|e| StoreError::new(id, e))
     }
 
+    fn zip_block_bytes(&self, space: SpaceId) -> Option<usize> {
+        self.get(space)?.zip_block_bytes()
+    }
+
+    fn read_page_with_block(
+        &self,
+        id: PageId,
+        buf: &mut [u8],
+        block: &mut [u8],
+    ) -> std::result::Result<bool, StoreError> {
+        let space = self.space(id)?;
+        space
+            .read_page_with_block(id.page_no, buf, block, Some(self.encoder.counters()))
+            .map_err(|e| StoreError::new(id, e))
+    }
+
     fn flush_log_up_to(&self, lsn: Lsn) -> std::result::Result<(), StoreError> {
         self.log
             .log()

@@ -14,6 +14,7 @@ use barracuda_page::{
 use crate::compression::{decode_stored_page, CompressionCounters, SpaceCompression};
 use crate::error::{Error, Result};
 use crate::options::PageCompression;
+use barracuda_row_compression::BlockSize;
 
 /// What page 1 of a new tablespace is.
 #[derive(Clone, Copy, Debug)]
@@ -37,6 +38,8 @@ pub(crate) struct Tablespace {
     size_pages: AtomicU32,
     /// How its pages are compressed when written, `None` for a table without page compression.
     compression: Option<SpaceCompression>,
+    /// The block size its index pages are kept in (row compression), `None` for plain pages.
+    zip: Option<BlockSize>,
 }
 
 impl std::fmt::Debug for Tablespace {
@@ -47,6 +50,7 @@ impl std::fmt::Debug for Tablespace {
             .field("page_size", &self.page_size)
             .field("size_pages", &self.size_pages)
             .field("compression", &self.compression)
+            .field("zip", &self.zip)
             .finish_non_exhaustive()
     }
 }
@@ -79,6 +83,7 @@ impl Tablespace {
             file,
             page_size,
             size_pages: AtomicU32::new(page_size.pages_per_extent()),
+            zip: None,
         })
     }
 
@@ -184,7 +189,20 @@ impl Tablespace {
             file,
             page_size,
             size_pages: AtomicU32::new(header.size_in_pages),
+            zip: None,
         })
+    }
+
+    /// The same tablespace keeping its index pages in blocks of `block` (row compression).
+    #[must_use]
+    pub(crate) fn with_row_compression(mut self, block: Option<BlockSize>) -> Self {
+        self.zip = block;
+        self
+    }
+
+    /// The size of the blocks its index pages are kept in, `None` for plain pages.
+    pub(crate) fn zip_block_bytes(&self) -> Option<usize> {
+        self.zip.map(BlockSize::bytes)
     }
 
     pub(crate) fn space_id(&self) -> SpaceId {
@@ -237,6 +255,65 @@ impl Tablespace {
     ) -> Result<()> {
         let id = PageId::new(self.space_id, page_no);
         self.file.read_at(buf, self.offset(page_no))?;
+        let row = counters.map(|c| &*c.row);
+        if crate::row_compression::decode_slot(buf, id, self.page_size, row)
+            .map_err(|e| Error::page(&self.path, id, e))?
+        {
+            return Ok(());
+        }
+        self.verify_read(id, buf, counters)
+    }
+
+    /// Reads page `page_no` of a row-compressed space: its first `block.len()` bytes, and when
+    /// they are a block (an index page kept compressed) the block goes to `block` and the page
+    /// it holds, decompressed, to `buf` (`Ok(true)`); otherwise the rest of the slot is read and
+    /// `buf` verified as [`read_page`](Self::read_page) does (`Ok(false)`, `block`
+    /// unspecified). Only the block's bytes are read for a compressed page.
+    pub(crate) fn read_page_with_block(
+        &self,
+        page_no: PageNo,
+        buf: &mut [u8],
+        block: &mut [u8],
+        counters: Option<&CompressionCounters>,
+    ) -> Result<bool> {
+        let id = PageId::new(self.space_id, page_no);
+        let offset = self.offset(page_no);
+        let (head, tail) = buf.split_at_mut(block.len().min(buf.len()));
+        self.file.read_at(head, offset)?;
+        let row = counters.map(|c| &*c.row);
+        let err = |e| Error::page(&self.path, id, e);
+        match crate::row_compression::find_block(head, id).map_err(err)? {
+            Some(found) if found.len() == block.len() => {
+                block.copy_from_slice(found);
+                crate::row_compression::decompress_block(block, id, self.page_size, buf, row)
+                    .map_err(err)?;
+                Ok(true)
+            }
+            Some(found) => Err(Error::Corrupt {
+                file: self.path.clone(),
+                what: format!(
+                    "page {id} holds a block of {} bytes where the table's blocks have {}",
+                    found.len(),
+                    block.len()
+                ),
+            }),
+            None => {
+                if !tail.is_empty() {
+                    self.file.read_at(tail, offset + head.len() as u64)?;
+                }
+                self.verify_read(id, buf, counters)?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// Decodes a page-compressed image and verifies the page read into `buf`.
+    fn verify_read(
+        &self,
+        id: PageId,
+        buf: &mut [u8],
+        counters: Option<&CompressionCounters>,
+    ) -> Result<()> {
         decode_stored_page(buf, id, self.page_size, counters)
             .map_err(|e| Error::page(&self.path, id, e))?;
         verify_page(buf, id, self.page_size).map_err(|e| page_error(&self.path, id, e))?;

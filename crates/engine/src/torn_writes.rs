@@ -608,6 +608,12 @@ fn repair_torn_pages(
 /// and the page inside it, or the page's checksum, LSN, identity, and
 /// for index pages the record structure.
 pub(crate) fn page_is_intact(bytes: &[u8], id: PageId, page_size: PageSize) -> bool {
+    // A row-compressed block: its checksum covers the block, and it must decompress.
+    if barracuda_row_compression::is_compressed_block(bytes) {
+        let mut page = vec![0u8; page_size.bytes()];
+        return matches!(crate::row_compression::find_block(bytes, id), Ok(Some(block))
+            if crate::row_compression::decompress_block(block, id, page_size, &mut page, None).is_ok());
+    }
     // A compressed image's checksum covers every stored byte, so a torn one fails here.
     if barracuda_page_compression::is_page_compressed(bytes) {
         let mut page = bytes.to_vec();

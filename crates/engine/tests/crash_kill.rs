@@ -43,7 +43,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use barracuda::{
-    Durability, Engine, EngineOptions, Error, PageCompression, PageSize, Table, TableOptions,
+    Codec, Durability, Engine, EngineOptions, Error, PageCompression, PageSize, RowFormat, Table,
+    TableOptions,
 };
 use barracuda_testkit::crash::{
     self, ChildContext, ChildEnd, KillHarness, KillPlan, Round, SplitMix64, KILLS_ENV,
@@ -53,18 +54,28 @@ use common::chain;
 
 /// The child test's name within this binary, for `--exact`.
 const CHILD_TEST: &str = "crash_child_process";
-const TABLES: [&str; 3] = ["crash_a", "crash_b", "crash_c"];
+const TABLES: [&str; 4] = ["crash_a", "crash_b", "crash_c", "crash_d"];
 
-/// Table `i`'s options: the first plain, the others page-compressed (zlib, then LZ4), so that
+/// Table `i`'s options: the first plain, the next two page-compressed (zlib, then LZ4), so that
 /// compressed images — shorter than a page, their slots' rest punched out — are written,
-/// torn and recovered beside plain pages.
+/// torn and recovered beside plain pages; the last row-compressed (`KEY_BLOCK_SIZE=2`), so
+/// that blocks with modification logs, recompressions and splits forced by full blocks are
+/// written and recovered too.
 fn table_options(i: usize) -> TableOptions {
     let compression = match i {
-        0 => None,
+        0 | 3 => None,
         1 => Some(PageCompression::Zlib { level: 1 }),
         _ => Some(PageCompression::Lz4),
     };
-    TableOptions::default().page_compression(compression)
+    let options = TableOptions::default().page_compression(compression);
+    if i == 3 {
+        options.row_format(RowFormat::Compressed {
+            key_block_size: 2,
+            algorithm: Codec::Zlib { level: 1 },
+        })
+    } else {
+        options
+    }
 }
 /// The table holding the meta rows.
 const META: usize = 0;

@@ -78,13 +78,20 @@ fn ddl_create_list_drop_and_stale_handles() {
 }
 
 #[test]
-fn row_compression_is_refused_until_it_exists_and_page_compression_is_checked() {
+fn compression_options_are_checked() {
     let dir = tempfile::tempdir().unwrap();
     let db = small(dir.path());
-    let row = TableOptions::default().row_format(RowFormat::Compressed { key_block_size: 8 });
+    let both = TableOptions::default()
+        .row_format(RowFormat::compressed(8))
+        .page_compression(Some(PageCompression::Lz4));
     assert!(matches!(
-        db.create_table("c", row),
-        Err(Error::Unsupported(_))
+        db.create_table("c", both),
+        Err(Error::InvalidOption(_))
+    ));
+    let too_big = TableOptions::default().row_format(RowFormat::compressed(32));
+    assert!(matches!(
+        db.create_table("c", too_big),
+        Err(Error::InvalidOption(_))
     ));
     let bad_level =
         TableOptions::default().page_compression(Some(PageCompression::Zlib { level: 12 }));

@@ -130,18 +130,38 @@ fn lab_all_quick_writes_tables_json_and_svgs() {
         .is_some_and(|t| !t.is_empty()));
     let variants = field(&ps, "results.variants").as_array().unwrap();
     assert_eq!(variants.len(), 4);
-    // ROW_FORMAT=COMPRESSED is not built yet; page compression is.
+    // ROW_FORMAT=COMPRESSED (KEY_BLOCK_SIZE 8 and 4) and page compression: all measured.
     let status = |v: &Value| v.get("status").and_then(Value::as_str).map(str::to_owned);
-    assert!(variants[..2]
+    assert!(variants
         .iter()
-        .all(|v| status(v).as_deref() == Some("not available yet")));
-    assert!(variants[2..]
-        .iter()
-        .all(|v| status(v).as_deref() != Some("not available yet")));
+        .all(|v| status(v).as_deref() == Some("measured")));
+    for v in variants {
+        assert!(
+            v.get("qps")
+                .and_then(Value::as_f64)
+                .is_some_and(|q| q > 0.0),
+            "{v}"
+        );
+        assert!(
+            v.get("uncompress_ops_per_query")
+                .and_then(Value::as_f64)
+                .is_some(),
+            "{v}"
+        );
+    }
 
     let cf = read_json(&out_dir.join("compression-footprint.json"));
     for variant in [
-        "16k-none", "16k-zlib", "16k-lz4", "64k-none", "64k-zlib", "64k-lz4",
+        "16k-none",
+        "16k-zlib",
+        "16k-lz4",
+        "64k-none",
+        "64k-zlib",
+        "64k-lz4",
+        "16k-kbs16-zlib",
+        "16k-kbs8-zlib",
+        "16k-kbs4-zlib",
+        "16k-kbs8-lz4",
     ] {
         let at = |f: &str| format!("results.{variant}.{f}");
         for f in [
@@ -150,14 +170,18 @@ fn lab_all_quick_writes_tables_json_and_svgs() {
             "file_bytes",
             "allocated_bytes",
             "ratio",
+            "raw_ratio",
             "load_s",
         ] {
             assert!(number(&cf, &at(f)) > 0.0, "{variant} {f}");
         }
         assert!(field(&cf, &at("compression")).is_string());
     }
-    // Dictionary text compresses: zlib saves at least a third of the blocks at 16 KiB.
+    // Dictionary text compresses: zlib saves at least a third of the blocks at 16 KiB, and
+    // 4 KiB blocks hold the rows in at most half the plain table's bytes.
     assert!(number(&cf, "results.16k-zlib.ratio") > 1.5);
+    assert!(number(&cf, "results.16k-kbs4-zlib.raw_ratio") > 1.5);
+    assert!(number(&cf, "results.16k-kbs4-zlib.compress_ops_ok") > 0.0);
     // 1 thread and one per core (at least 2).
     let flushes = field(&cf, "results.flush_threads").as_object().unwrap();
     assert!(

@@ -102,6 +102,18 @@ impl Compressor {
         Ok(CompressedPage::from_parts(out, header))
     }
 
+    /// Whether `bytes` compress with `codec` to at most `limit` bytes: how a tree decides
+    /// that a long value can still live in a compressed page (its record is stored
+    /// uncompressed in the frame but must fit the block compressed). Not counted in the stats.
+    pub fn compresses_within(&mut self, codec: Codec, bytes: &[u8], limit: usize) -> bool {
+        let mut out = std::mem::take(&mut self.block);
+        out.clear();
+        out.resize(limit, 0);
+        let fits = self.codecs.compress(codec, bytes, &mut out).is_some();
+        self.block = out;
+        fits
+    }
+
     /// Compresses into `self.block`, counting the attempt in `stats`.
     pub(crate) fn compress_timed(
         &mut self,

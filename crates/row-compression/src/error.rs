@@ -77,7 +77,8 @@ pub enum RowCompressionError {
 }
 
 impl RowCompressionError {
-    pub(crate) fn corrupt(page: PageId, what: impl Into<String>) -> Self {
+    /// A [`Corrupt`](Self::Corrupt) error naming `page` and what is wrong with its block.
+    pub fn corrupt(page: PageId, what: impl Into<String>) -> Self {
         Self::Corrupt {
             page,
             what: what.into(),

@@ -162,6 +162,26 @@ impl PageView {
                 Some(stored.unwrap_or_else(|_| "page-compressed (damaged envelope)".into())),
                 decoded.err().map(|e| e.to_string()),
             )
+        } else if barracuda_row_compression::is_compressed_block(raw) {
+            match crate::row_compression::find_block(raw, page_id) {
+                Ok(Some(block)) => {
+                    let decoded = crate::row_compression::decompress_block(
+                        block, page_id, page_size, &mut page, None,
+                    );
+                    (
+                        Some(format!(
+                            "row-compressed block of {} bytes (ROW_FORMAT=COMPRESSED)",
+                            block.len()
+                        )),
+                        decoded.err().map(|e| e.to_string()),
+                    )
+                }
+                Ok(None) => (None, None),
+                Err(e) => (
+                    Some("row-compressed block (damaged)".into()),
+                    Some(e.to_string()),
+                ),
+            }
         } else {
             (None, None)
         };

@@ -54,6 +54,14 @@ impl PageReader {
         let mut buf = vec![0u8; self.page_size.bytes()];
         self.read_into(page_no, &mut buf)?;
         let id = PageId::new(self.space_id, page_no);
+        if crate::row_compression::decode_slot(&mut buf, id, self.page_size, None).map_err(|e| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("row-compressed block: {e}"),
+            )
+        })? {
+            return Ok(buf);
+        }
         crate::compression::decode_stored_page(&mut buf, id, self.page_size, None).map_err(
             |e| {
                 std::io::Error::new(

@@ -442,9 +442,15 @@ fn read_page(
     if buf.iter().all(|&b| b == 0) {
         return Ok(());
     }
-    // A compressed page is checked (its stored bytes' checksum) and decompressed first.
-    let checked = match decode_stored_page(buf, id, page_size, Some(counters)) {
-        Ok(_) => verify_page(buf, id, page_size).map_err(|e| Error::page(file.path(), id, e)),
+    // A compressed page is checked (its stored bytes' checksum) and decompressed first: a
+    // row-compressed block (its slot's first bytes) or a page-compressed envelope.
+    let checked = match crate::row_compression::decode_slot(buf, id, page_size, Some(&counters.row))
+    {
+        Ok(true) => Ok(()),
+        Ok(false) => match decode_stored_page(buf, id, page_size, Some(counters)) {
+            Ok(_) => verify_page(buf, id, page_size).map_err(|e| Error::page(file.path(), id, e)),
+            Err(e) => Err(Error::page(file.path(), id, e)),
+        },
         Err(e) => Err(Error::page(file.path(), id, e)),
     };
     match checked {

@@ -24,7 +24,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use barracuda::{
-    Durability, Engine, EngineOptions, FlushSettings, PageCompression, PageSize, TableOptions,
+    Codec, Durability, Engine, EngineOptions, FlushSettings, PageCompression, PageSize, RowFormat,
+    TableOptions,
 };
 use serde::Serialize;
 use serde_json::json;
@@ -60,6 +61,13 @@ struct Footprint {
     file_bytes: u64,
     allocated_bytes: u64,
     ratio: f64,
+    /// The rows' own bytes (keys and values), and raw / allocated: the issue's measure for
+    /// row compression (MariaDB's InnoDB: 1.52x at KEY_BLOCK_SIZE 8, 1.58x at 4).
+    raw_bytes: u64,
+    raw_ratio: f64,
+    /// Row compression's INNODB_CMP counters after the load (0 for other variants).
+    compress_ops: u64,
+    compress_ops_ok: u64,
     /// The median over the rounds.
     load_s: f64,
     /// Every round's load time.
@@ -91,7 +99,8 @@ impl Experiment for CompressionFootprint {
 
     fn about(&self) -> &'static str {
         "GCIDE text as 1-4 KB rows, keys in order, into tables with no compression, zlib and \
-         LZ4 page compression at 16 and 64 KiB pages: logical, file and allocated bytes, ratio, \
+         LZ4 page compression at 16 and 64 KiB pages, and ROW_FORMAT=COMPRESSED at \
+         KEY_BLOCK_SIZE 16, 8, 4 (16 KiB pages): logical, file and allocated bytes, ratios, \
          load time; then a sharp checkpoint of a zlib table with 1 vs N compression threads \
          (--seconds is not used)"
     }
@@ -111,12 +120,7 @@ impl Experiment for CompressionFootprint {
         let rounds = if ctx.quick { 1 } else { 3 };
         let mut footprints = Vec::new();
         for page_size in [PageSize::K16, PageSize::K64] {
-            for (name, compression) in [
-                ("none", None),
-                ("zlib", Some(PageCompression::Zlib { level: 6 })),
-                ("zlib1", Some(PageCompression::Zlib { level: 1 })),
-                ("lz4", Some(PageCompression::Lz4)),
-            ] {
+            for (name, options) in variants(page_size) {
                 // The bytes are the same every round; the load time is the median.
                 let mut loads = Vec::new();
                 let mut last = None;
@@ -126,7 +130,7 @@ impl Experiment for CompressionFootprint {
                         round + 1,
                         page_size.bytes() >> 10
                     );
-                    let f = load_variant(ctx, &text, rows, page_size, name, compression)?;
+                    let f = load_variant(ctx, &text, rows, page_size, name, options)?;
                     loads.push(f.load_s);
                     last = Some(f);
                 }
@@ -152,6 +156,35 @@ impl Experiment for CompressionFootprint {
         }
         report(&footprints, &flushes, cores, rows, text.len())
     }
+}
+
+/// The tables loaded at `page_size`: no compression, page compression (zlib 6 and 1, LZ4)
+/// and, at 16 KiB, row compression (`ROW_FORMAT=COMPRESSED`) at KEY_BLOCK_SIZE 16, 8 and 4
+/// with zlib 6, and 8 with LZ4.
+fn variants(page_size: PageSize) -> Vec<(&'static str, TableOptions)> {
+    let page = |c| TableOptions::default().page_compression(Some(c));
+    let rows = |kbs, algorithm| {
+        TableOptions::default().row_format(RowFormat::Compressed {
+            key_block_size: kbs,
+            algorithm,
+        })
+    };
+    let zlib6 = Codec::Zlib { level: 6 };
+    let mut out = vec![
+        ("none", TableOptions::default()),
+        ("zlib", page(PageCompression::Zlib { level: 6 })),
+        ("zlib1", page(PageCompression::Zlib { level: 1 })),
+        ("lz4", page(PageCompression::Lz4)),
+    ];
+    if page_size == PageSize::K16 {
+        out.extend([
+            ("kbs16-zlib", rows(16, zlib6)),
+            ("kbs8-zlib", rows(8, zlib6)),
+            ("kbs4-zlib", rows(4, zlib6)),
+            ("kbs8-lz4", rows(8, Codec::Lz4)),
+        ]);
+    }
+    out
 }
 
 /// The text: the whole dictionary, or the committed excerpt for `--quick`.
@@ -188,10 +221,11 @@ fn rows_in(text: &[u8]) -> u64 {
 /// Loads `rows` consecutive rows into a fresh table; returns the load time in seconds
 /// (through the checkpoint that writes every page) and the bytes of the pages the table
 /// uses (B-tree and overflow pages, and page 0), and leaves the engine open.
-fn load(db: &Engine, text: &[u8], rows: u64, options: TableOptions) -> LabResult<(f64, u64)> {
+fn load(db: &Engine, text: &[u8], rows: u64, options: TableOptions) -> LabResult<(f64, u64, u64)> {
     let table = db.create_table(workload::TABLE, options)?;
     let start = Instant::now();
     let (mut at, mut i) = (0usize, 0u64);
+    let mut raw = 0u64;
     while i < rows {
         let mut tx = db.begin();
         for _ in 0..BATCH_ROWS.min(rows - i) {
@@ -199,7 +233,9 @@ fn load(db: &Engine, text: &[u8], rows: u64, options: TableOptions) -> LabResult
             let value = text
                 .get(at..at + len)
                 .ok_or("engine bug: the text ran out before its rows")?;
-            tx.put(&table, &workload::key(i), value)?;
+            let key = workload::key(i);
+            raw += (key.len() + value.len()) as u64;
+            tx.put(&table, &key, value)?;
             at += len;
             i += 1;
         }
@@ -209,7 +245,7 @@ fn load(db: &Engine, text: &[u8], rows: u64, options: TableOptions) -> LabResult
     let seconds = start.elapsed().as_secs_f64();
     let tree = db.check_table(&table)?;
     let pages = tree.leaf_pages + tree.internal_pages + tree.overflow_pages + 1;
-    Ok((seconds, pages * db.page_size().bytes() as u64))
+    Ok((seconds, pages * db.page_size().bytes() as u64, raw))
 }
 
 /// The buffer pool for `text_bytes` of rows: three times the text, at least 64 MiB.
@@ -234,19 +270,14 @@ fn load_variant(
     rows: u64,
     page_size: PageSize,
     name: &'static str,
-    compression: Option<PageCompression>,
+    table_options: TableOptions,
 ) -> LabResult<Footprint> {
     let kib = page_size.bytes() >> 10;
     let variant = format!("{kib}k-{name}");
     let dir = ctx.dir.join(&variant);
     workload::fresh_dir(&dir)?;
     let db = Engine::open(&dir, options(text.len(), page_size))?;
-    let (load_s, logical_bytes) = load(
-        &db,
-        text,
-        rows,
-        TableOptions::default().page_compression(compression),
-    )?;
+    let (load_s, logical_bytes, raw_bytes) = load(&db, text, rows, table_options)?;
     let status = db.status();
     let table = status
         .tables
@@ -262,6 +293,13 @@ fn load_variant(
             "lz4" => Some(lz4),
             _ => None,
         });
+    let cmp = status
+        .row_compression
+        .cmp
+        .iter()
+        .fold((0, 0), |(ops, ok), r| {
+            (ops + r.compress_ops, ok + r.compress_ops_ok)
+        });
     let footprint = Footprint {
         variant,
         page_size: page_size.bytes(),
@@ -271,6 +309,10 @@ fn load_variant(
         file_bytes: table.file_bytes,
         allocated_bytes: table.allocated_bytes,
         ratio,
+        raw_bytes,
+        raw_ratio: raw_bytes as f64 / table.allocated_bytes.max(1) as f64,
+        compress_ops: cmp.0,
+        compress_ops_ok: cmp.1,
         load_s,
         load_rounds_s: vec![load_s],
         limit,
@@ -356,12 +398,14 @@ fn report(
         "file MB",
         "allocated MB",
         "ratio",
+        "raw/alloc",
         "limit",
         "of limit",
         "load s",
         "load vs none",
         "compressed",
         "plain",
+        "cmp ok/ops",
         "holes",
         "MB written",
         "MB doublewrite",
@@ -379,6 +423,7 @@ fn report(
             format!("{:.1}", f.file_bytes as f64 / 1e6),
             format!("{:.1}", f.allocated_bytes as f64 / 1e6),
             format!("{:.2}x", f.ratio),
+            format!("{:.2}x", f.raw_ratio),
             f.limit.map_or("-".into(), |l| format!("{l:.2}x")),
             f.share_of_limit
                 .map_or("-".into(), |s| format!("{:.0}%", s * 100.0)),
@@ -386,6 +431,11 @@ fn report(
             format!("{load_vs_none:.2}x"),
             f.pages_compressed.to_string(),
             f.pages_written_plain.to_string(),
+            if f.compress_ops > 0 {
+                format!("{}/{}", f.compress_ops_ok, f.compress_ops)
+            } else {
+                "-".into()
+            },
             f.holes_punched.to_string(),
             format!("{:.1}", f.bytes_in_place as f64 / 1e6),
             format!("{:.1}", f.bytes_to_doublewrite as f64 / 1e6),
@@ -398,7 +448,9 @@ fn report(
     }
     let mut text = format!(
         "{rows} rows ({:.1} MB of text, 1-4 KB each, keys in order); logical = pages in use x \
-         page size; ratio = logical / allocated (st_blocks); limits: full pages of this text on 4 KiB blocks (../shared/data/README.md); \
+         page size; ratio = logical / allocated (st_blocks); raw/alloc = the rows' bytes / \
+         allocated (row compression's anchors: MariaDB's InnoDB 1.52x at KEY_BLOCK_SIZE 8, 1.58x \
+         at 4; RocksDB zlib 2.36x); kbsN = ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=N; limits: full pages of this text on 4 KiB blocks (../shared/data/README.md); \
          MariaDB's InnoDB on this text at 16 KiB: zlib {:.2}x, lz4 {:.2}x\n",
         text_bytes as f64 / 1e6,
         MARIADB_16K.0,
