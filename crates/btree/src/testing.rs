@@ -155,6 +155,22 @@ impl barracuda_buffer_pool::PageStore for ZipMemStore {
         self.zip_spaces.get(&space).copied()
     }
 
+    fn decompress_block(
+        &self,
+        id: PageId,
+        block: &[u8],
+        buf: &mut [u8],
+    ) -> std::result::Result<(), barracuda_buffer_pool::StoreError> {
+        let err = |e: barracuda_row_compression::RowCompressionError| {
+            barracuda_buffer_pool::StoreError::new(id, e)
+        };
+        let zip = barracuda_row_compression::CompressedPage::open(block, id, self.page_size)
+            .map_err(err)?;
+        barracuda_row_compression::Compressor::new()
+            .decompress(&zip, buf, Some(&self.stats))
+            .map_err(err)
+    }
+
     fn read_page_with_block(
         &self,
         id: PageId,

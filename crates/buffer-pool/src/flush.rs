@@ -282,6 +282,20 @@ impl Inner {
         // (hits that make pages young, requests for a free frame) are not held up behind a whole
         // batch; it resumes from where it stopped if that page is still on the LRU, else from the
         // tail (InnoDB keeps a hazard pointer for the same purpose).
+        // Compressed-only pages first when frames are not to be dropped for them (they are
+        // the oldest pages held).
+        while self.zip_only_len.load(SeqCst) > 0 && taken < max_pages {
+            let mut lists = self.lists.lock();
+            if lists.free.len() >= target_free || self.evict_frame_only(lists.lru.len()) {
+                break;
+            }
+            let Some(f) = self.free_zip_only_for_frame() else {
+                break;
+            };
+            lists.free.push(f, &self.free_len);
+            taken += 1;
+            freed += 1;
+        }
         loop {
             let mut lists = self.lists.lock();
             let len = lists.lru.len();

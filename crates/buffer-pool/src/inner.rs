@@ -96,6 +96,13 @@ pub(crate) struct Inner {
     pub(crate) zip: Mutex<crate::buddy::BuddyAllocator>,
     /// Frames lent whole to blocks of a page's size (not the allocator's).
     pub(crate) zip_whole_frames: AtomicUsize,
+    /// Blocks handed out and not freed (pages with a block, compressed-only pages).
+    pub(crate) zip_blocks_live: AtomicUsize,
+    /// Compressed-only pages (`zip_only.rs`), and their count readable without the mutex.
+    pub(crate) zip_only: Mutex<crate::zip_only::ZipOnly>,
+    pub(crate) zip_only_len: AtomicUsize,
+    /// Pages read and decompressed per second, for the unzip LRU's choice.
+    pub(crate) unzip_rates: crate::zip_only::UnzipRates,
 }
 
 impl Inner {
@@ -160,6 +167,10 @@ impl Inner {
             write_stop: crate::poison::WriteStop::default(),
             zip: crate::zip::new_allocator(config.page_size),
             zip_whole_frames: AtomicUsize::new(0),
+            zip_blocks_live: AtomicUsize::new(0),
+            zip_only: Mutex::new(crate::zip_only::ZipOnly::default()),
+            zip_only_len: crate::zip_only::gauge(),
+            unzip_rates: crate::zip_only::UnzipRates::new(),
         })
     }
 
@@ -258,7 +269,8 @@ impl Inner {
     /// first; look it up again (it reads the page once, we wait on its latch).
     fn read_in(&self, id: PageId) -> Result<Option<ExclusiveGuard<'_>>, PoolError> {
         let f = self.get_free_frame()?;
-        let zip = match self.zip_shift_of(id) {
+        // A compressed-only page brings its own block.
+        let zip = match self.zip_shift_of(id).filter(|_| !self.is_zip_only(id)) {
             Some(shift) => match self.zip_alloc(shift) {
                 Ok(slot) => Some(slot),
                 Err(e) => {
@@ -315,14 +327,38 @@ impl Inner {
             return Ok(None);
         }
         self.lru_add(f, false);
-        let read = match zip {
-            Some(slot) => {
-                // SAFETY: the block was allocated for this page just now and the page's X
-                // latch is held.
-                let block = unsafe { self.zip_bytes_mut(slot) };
-                self.store.read_page_with_block(id, &mut latch, block)
+        let read = if let Some(slot) = self.take_zip_only(id) {
+            // Compressed-only: the block is here, decompress it (no I/O).
+            if let Some(spare) = zip {
+                if let Some(g) = self.zip_release(spare) {
+                    self.return_free(g);
+                }
             }
-            None => self.store.read_page(id, &mut latch).map(|()| false),
+            frame
+                .desc
+                .set_zip_link(Some(crate::zip::ZipLink { slot, stale: false }));
+            inc(&self.counters.zip_only_hits);
+            self.unzip_rates.note_unzip();
+            // SAFETY: the block belongs to this page again and its X latch is held.
+            let block = unsafe { self.zip_bytes(slot) };
+            self.store
+                .decompress_block(id, block, &mut latch)
+                .map(|()| true)
+        } else {
+            self.unzip_rates.note_io();
+            match zip {
+                Some(slot) => {
+                    // SAFETY: the block was allocated for this page just now and the page's X
+                    // latch is held.
+                    let block = unsafe { self.zip_bytes_mut(slot) };
+                    let read = self.store.read_page_with_block(id, &mut latch, block);
+                    if matches!(read, Ok(true)) {
+                        self.unzip_rates.note_unzip();
+                    }
+                    read
+                }
+                None => self.store.read_page(id, &mut latch).map(|()| false),
+            }
         };
         match read {
             Ok(true) => {}
@@ -397,6 +433,12 @@ impl Inner {
                 drop(pin);
                 self.return_free(f);
                 continue;
+            }
+            // A compressed-only copy of the page's old contents must never be read back.
+            if let Some(old) = self.take_zip_only(id) {
+                if let Some(g) = self.zip_release(old) {
+                    self.return_free(g);
+                }
             }
             latch.fill(0);
             self.lru_add(f, true);
@@ -523,6 +565,12 @@ impl Inner {
                 let Some(latch) = frame.latch.try_write() else {
                     return false;
                 };
+                // The unzip LRU's choice: drop the frame alone, keeping the block, before the
+                // page leaves the hash (a reader missing the hash then finds the block).
+                if d.zip_link().is_some_and(|l| !l.stale) && self.evict_frame_only(lists.lru.len())
+                {
+                    self.keep_block_of(lists, f, id);
+                }
                 remove_locked(&mut shard, id, f);
                 drop(latch);
                 true
@@ -559,6 +607,13 @@ impl Inner {
     /// caller gets (it does not go through the free list). InnoDB: `buf_LRU_free_from_common_LRU_list`.
     pub(crate) fn scan_and_evict(&self, limit: usize, by: Evictor) -> Option<u32> {
         let mut lists = self.lists.lock();
+        // Compressed-only pages are the oldest held (InnoDB keeps them at the LRU tail): when
+        // frames are not to be dropped for them, they go first.
+        if self.zip_only_len.load(Relaxed) > 0 && !self.evict_frame_only(lists.lru.len()) {
+            if let Some(f) = self.free_zip_only_for_frame() {
+                return Some(f);
+            }
+        }
         inc(&self.counters.lru_scans);
         let mut cur = lists.lru.tail();
         let mut scanned = 0u64;
@@ -573,7 +628,8 @@ impl Inner {
             cur = prev;
         }
         crate::stats::add(&self.counters.lru_pages_scanned, scanned);
-        found
+        // Nothing evictable on the LRU: compressed-only pages are memory too.
+        found.or_else(|| self.free_zip_only_for_frame())
     }
 
     /// Pops a frame from the free list.
@@ -589,6 +645,9 @@ impl Inner {
     /// store's write barrier). A single-page flush takes such a page at its next attempt unless
     /// another thread gets there first, since it passes over pinned pages.
     pub(crate) fn any_freeable(&self) -> bool {
+        if self.zip_only_len.load(Relaxed) > 0 {
+            return true;
+        }
         let lists = self.lists.lock();
         let mut cur = lists.lru.tail();
         while cur != NIL {
@@ -641,6 +700,7 @@ impl Inner {
     /// Drops every page of `space` without writing it. InnoDB: `buf_LRU_flush_or_remove_pages`
     /// with `BUF_REMOVE_ALL_NO_WRITE`. Pinned pages become `Stale` and are reclaimed when unpinned.
     pub(crate) fn discard_space(&self, space: SpaceId) {
+        self.discard_zip_only(space);
         let mut stale = Vec::new();
         for (f, frame) in self.frames.in_use() {
             let d = &frame.desc;

@@ -55,6 +55,7 @@ mod stats;
 mod store;
 pub mod testing;
 mod zip;
+mod zip_only;
 
 pub use config::{FreePagePolicy, PoolConfig, ReadAhead, MIN_CAPACITY_PAGES};
 pub use error::{PoolError, StoreError};

@@ -184,6 +184,7 @@ pub(crate) fn run(inner: &Arc<Inner>) {
         }
         let depth = inner.scan_depth();
         inc(&inner.counters.manager_rounds);
+        inner.unzip_rates.rotate_if_due();
         let result = match policy {
             FreePagePolicy::Eager => {
                 let now = Instant::now();

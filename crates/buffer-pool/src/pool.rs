@@ -232,6 +232,8 @@ impl BufferPool {
         stats.read_ahead_threshold = (linear != u32::MAX).then_some(linear);
         stats.random_read_ahead = inner.ra_random.load(Relaxed);
         (stats.zip_frames, stats.zip_pages, stats.zip_blocks) = inner.zip_stats();
+        stats.zip_only_pages = crate::zip_only::zip_only_len(inner);
+        stats.zip_pages = stats.zip_pages.saturating_sub(stats.zip_only_pages);
         stats
     }
 

@@ -33,6 +33,9 @@ pub(crate) struct Counters {
     pub(crate) read_ahead_random: AtomicU64,
     pub(crate) read_ahead_evicted: AtomicU64,
     pub(crate) manager_rounds: AtomicU64,
+    pub(crate) frames_dropped_keeping_block: AtomicU64,
+    pub(crate) zip_only_freed: AtomicU64,
+    pub(crate) zip_only_hits: AtomicU64,
 }
 
 /// Bumps a counter by one.
@@ -187,6 +190,14 @@ pub struct PoolStats {
     pub zip_frames: usize,
     /// Pages held with a compressed block beside their frame (InnoDB's unzip LRU length).
     pub zip_pages: usize,
+    /// Compressed-only pages: blocks kept after their page's frame was dropped.
+    pub zip_only_pages: usize,
+    /// Frames dropped while their page's block stayed (InnoDB: evictions from the unzip LRU).
+    pub frames_dropped_keeping_block: u64,
+    /// Compressed-only pages freed to make room.
+    pub zip_only_freed: u64,
+    /// Reads served by decompressing a compressed-only page: a miss with no I/O.
+    pub zip_only_hits: u64,
     /// The compressed blocks, per block size from 1 KiB (INFORMATION_SCHEMA.INNODB_CMPMEM's
     /// `pages_used` and `pages_free`); a block of a whole page is a frame and not listed.
     pub zip_blocks: Vec<crate::buddy::BuddyClassStats>,
@@ -249,6 +260,10 @@ impl PoolStats {
             manager_rounds: get(&c.manager_rounds),
             zip_frames: 0,
             zip_pages: 0,
+            zip_only_pages: 0,
+            frames_dropped_keeping_block: get(&c.frames_dropped_keeping_block),
+            zip_only_freed: get(&c.zip_only_freed),
+            zip_only_hits: get(&c.zip_only_hits),
             zip_blocks: Vec::new(),
         }
     }

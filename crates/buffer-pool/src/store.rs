@@ -27,6 +27,19 @@ pub trait PageStore: Send + Sync + 'static {
         None
     }
 
+    /// Decompresses `block` (as [`read_page_with_block`](Self::read_page_with_block) gave
+    /// it, kept in the pool since) into `buf`, the page it holds: a compressed-only page read
+    /// back without I/O. Verify as a read would. Default: an error (a store without blocks is
+    /// never asked).
+    fn decompress_block(
+        &self,
+        id: PageId,
+        _block: &[u8],
+        _buf: &mut [u8],
+    ) -> Result<(), StoreError> {
+        Err(StoreError::new(id, NoBlocks))
+    }
+
     /// Reads page `id` of a space with compressed blocks: the block as stored into `block`
     /// (exactly [`zip_block_bytes`](Self::zip_block_bytes) bytes) and the page it holds,
     /// decompressed and verified, into `buf`. Returns `Ok(false)` when the page is stored
@@ -67,3 +80,8 @@ pub trait PageStore: Send + Sync + 'static {
     /// Number of pages allocated in `space` (read-ahead never reads past it). `None` = unknown space.
     fn space_size_pages(&self, space: SpaceId) -> Option<u32>;
 }
+
+/// The error of a store asked to decompress a block it never gave.
+#[derive(Debug, thiserror::Error)]
+#[error("this page store keeps no compressed blocks")]
+struct NoBlocks;

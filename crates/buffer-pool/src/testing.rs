@@ -282,6 +282,18 @@ impl PageStore for MemStore {
         self.zip_spaces.lock().get(&space).copied()
     }
 
+    fn decompress_block(&self, id: PageId, block: &[u8], buf: &mut [u8]) -> Result<(), StoreError> {
+        // The toy codec: the page is the block's bytes, then zeros.
+        let Some(head) = buf.get_mut(..block.len()) else {
+            return Err(StoreError::new(id, MemStoreError::BadLength(block.len())));
+        };
+        head.copy_from_slice(block);
+        if let Some(tail) = buf.get_mut(block.len()..) {
+            tail.fill(0);
+        }
+        Ok(())
+    }
+
     fn read_page_with_block(
         &self,
         id: PageId,

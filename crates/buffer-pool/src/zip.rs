@@ -105,6 +105,7 @@ impl Inner {
             let f = self.get_free_frame()?;
             self.lend_frame(f);
             self.zip_whole_frames.fetch_add(1, SeqCst);
+            self.zip_blocks_live.fetch_add(1, SeqCst);
             return Ok(ZipSlot {
                 frame: f,
                 offset: 0,
@@ -113,6 +114,7 @@ impl Inner {
         }
         loop {
             if let Some(slot) = self.zip.lock().alloc(shift) {
+                self.zip_blocks_live.fetch_add(1, SeqCst);
                 return Ok(slot);
             }
             let f = self.get_free_frame()?;
@@ -126,6 +128,7 @@ impl Inner {
     pub(crate) fn zip_alloc_at_hand(&self, shift: u8) -> Option<ZipSlot> {
         if shift != self.page_size.shift() {
             if let Some(slot) = self.zip.lock().alloc(shift) {
+                self.zip_blocks_live.fetch_add(1, SeqCst);
                 return Some(slot);
             }
         }
@@ -134,6 +137,7 @@ impl Inner {
         self.lend_frame(f);
         if shift == self.page_size.shift() {
             self.zip_whole_frames.fetch_add(1, SeqCst);
+            self.zip_blocks_live.fetch_add(1, SeqCst);
             return Some(ZipSlot {
                 frame: f,
                 offset: 0,
@@ -142,7 +146,9 @@ impl Inner {
         }
         let mut zip = self.zip.lock();
         zip.add_frame(f);
-        zip.alloc(shift)
+        let slot = zip.alloc(shift)?;
+        self.zip_blocks_live.fetch_add(1, SeqCst);
+        Some(slot)
     }
 
     /// Marks free frame `f` as lent to the block allocator.
@@ -155,6 +161,7 @@ impl Inner {
     /// Frees `slot`; returns the frame that holds no block any more, for the caller to put on
     /// the free list (with `lists` held or not: the allocator's mutex is released first).
     pub(crate) fn zip_release(&self, slot: ZipSlot) -> Option<u32> {
+        self.zip_blocks_live.fetch_sub(1, SeqCst);
         let emptied = if slot.shift == self.page_size.shift() {
             self.zip_whole_frames.fetch_sub(1, SeqCst);
             Some(slot.frame)

@@ -200,7 +200,96 @@ fn blocks_leave_with_their_pages_and_every_frame_is_accounted_for() {
     assert!(stats.zip_frames > 0 && stats.zip_frames < 32, "{stats}");
     let used: u64 = stats.zip_blocks.iter().map(|c| c.used).sum();
     assert_eq!(
-        used as usize, stats.lru_len,
-        "one block per page in the pool, none leaked"
+        stats.zip_pages, stats.lru_len,
+        "every page in the pool has its block"
     );
+    assert_eq!(
+        used as usize,
+        stats.lru_len + stats.zip_only_pages,
+        "one block per page in the pool or compressed-only page, none leaked"
+    );
+}
+
+#[test]
+fn dropped_frames_leave_compressed_only_pages_that_are_read_back_without_io() {
+    // 32 frames and 120 pages of 1 KiB blocks: the blocks of every page fit (8 frames), their
+    // frames do not. The unzip LRU's rule keeps blocks while reads look I/O-bound.
+    let (store, pool) = setup(32, BLOCK);
+    for p in 0..120 {
+        stored_block(&store, zid(p), (p % 251) as u8, 1);
+    }
+    let mut rng = common::Rng::new(11);
+    for _ in 0..3000 {
+        let p = rng.below(120) as u32;
+        let g = pool.get_shared(zid(p)).unwrap();
+        assert_eq!(g[100], (p % 251) as u8, "page {p}");
+    }
+    let stats = wait_for(&pool, "every frame accounted for", frames_accounted);
+    assert!(
+        stats.frames_dropped_keeping_block > 0,
+        "frames were dropped with their blocks kept: {stats:?}"
+    );
+    assert!(
+        stats.zip_only_hits > 0,
+        "compressed-only pages were read back by decompression: {stats:?}"
+    );
+    let used: u64 = stats.zip_blocks.iter().map(|c| c.used).sum();
+    assert_eq!(
+        used as usize,
+        stats.zip_pages + stats.zip_only_pages,
+        "every block belongs to a page in the pool or a compressed-only page"
+    );
+    assert!(
+        store.reads() < 3000,
+        "fewer store reads ({}) than misses of frames",
+        store.reads()
+    );
+}
+
+#[test]
+fn a_page_created_again_never_reads_back_its_old_compressed_only_copy() {
+    // Pages touched twice become young at once, so the created pages (young) are pushed out
+    // by the reads below.
+    let config = small_config(32).old_blocks_time(std::time::Duration::ZERO);
+    let store = Arc::new(MemStore::new(config.configured_page_size()));
+    store.create_zip_space(ZIP_SPACE, 1000, BLOCK);
+    let pool = BufferPool::new(config, store.clone()).unwrap();
+    for p in 0..120 {
+        stored_block(&store, zid(p), 0x11, 1);
+    }
+    // Read them all until some are compressed-only.
+    for _ in 0..3 {
+        for p in 0..120 {
+            drop(pool.get_shared(zid(p)).unwrap());
+        }
+    }
+    let stats = pool.stats();
+    assert!(stats.zip_only_pages > 0, "{stats:?}");
+    // Re-create a few pages that were just evicted (so compressed-only now: the newest of
+    // them) with new contents and no block, and write them out; push them out of the pool,
+    // then read them back: the new contents, never the old copy.
+    let recreated = 100..108u32;
+    for p in recreated.clone() {
+        let mut g = pool.create(zid(p)).unwrap();
+        g[100] = 0x22;
+        set_page_lsn(&mut g, 5);
+        g.mark_dirty(5);
+    }
+    store.flush_log_up_to(5).unwrap();
+    pool.flush_all().unwrap();
+    // A few pages, each touched twice (young), are enough to push the 8 out of 32 frames;
+    // few enough that the old copies, the newest compressed-only pages, are not freed yet.
+    for round in 0..3 {
+        for p in (110..120).chain(60..70) {
+            drop(pool.get_shared(zid(p)).unwrap());
+            drop(pool.get_shared(zid(p)).unwrap());
+        }
+        for p in recreated.clone() {
+            assert_eq!(
+                pool.get_shared(zid(p)).unwrap()[100],
+                0x22,
+                "page {p}, round {round}"
+            );
+        }
+    }
 }

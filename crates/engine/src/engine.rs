@@ -674,6 +674,9 @@ impl Engine {
                 .map(|c| (c.block_bytes, c.used))
                 .collect(),
             unzip_lru_len: pool.zip_pages,
+            zip_only_pages: pool.zip_only_pages,
+            frames_dropped_keeping_block: pool.frames_dropped_keeping_block,
+            zip_only_hits: pool.zip_only_hits,
             tables,
         }
     }

@@ -111,6 +111,12 @@ pub struct RowCompressionStatus {
     /// Pages in the pool with a block beside their frame (InnoDB's unzip LRU length: the
     /// pages whose uncompressed frame could be dropped while the block stays).
     pub unzip_lru_len: usize,
+    /// Compressed-only pages: blocks kept after their frame was dropped.
+    pub zip_only_pages: usize,
+    /// Frames dropped with the page's block kept (evictions from the unzip LRU).
+    pub frames_dropped_keeping_block: u64,
+    /// Reads served by decompressing a compressed-only page, with no I/O.
+    pub zip_only_hits: u64,
     /// Per compressed table: its name, block size, and its index's adaptive padding.
     pub tables: Vec<CompressedTableStatus>,
 }

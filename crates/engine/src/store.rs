@@ -125,6 +125,23 @@ impl PageStore for SpaceRegistry {
         self.get(space)?.zip_block_bytes()
     }
 
+    fn decompress_block(
+        &self,
+        id: PageId,
+        block: &[u8],
+        buf: &mut [u8],
+    ) -> std::result::Result<(), StoreError> {
+        let space = self.space(id)?;
+        crate::row_compression::decompress_block(
+            block,
+            id,
+            space.page_size(),
+            buf,
+            Some(&self.encoder.counters().row),
+        )
+        .map_err(|e| StoreError::new(id, crate::error::Error::page(space.path(), id, e)))
+    }
+
     fn read_page_with_block(
         &self,
         id: PageId,

@@ -205,6 +205,10 @@ impl Tablespace {
         self.zip.map(BlockSize::bytes)
     }
 
+    pub(crate) fn page_size(&self) -> PageSize {
+        self.page_size
+    }
+
     pub(crate) fn space_id(&self) -> SpaceId {
         self.space_id
     }
