@@ -280,12 +280,16 @@ impl Inner {
             },
             None => None,
         };
-        let Some((pin, latch)) = self.read_into_frame(f, id, zip)? else {
+        let Some((pin, latch, from_store)) = self.read_into_frame(f, id, zip)? else {
             return Ok(None);
         };
         let frame = &self.frames.frame(f);
         frame.desc.transition(State::ReadPending, State::Valid);
-        inc(&self.counters.pages_read);
+        // A compressed-only page decompressed in memory is no read (InnoDB counts
+        // `Innodb_buffer_pool_reads` for the disk only).
+        if from_store {
+            inc(&self.counters.pages_read);
+        }
         self.on_access(f);
         self.random_read_ahead(id);
         self.linear_read_ahead(id);
@@ -293,7 +297,8 @@ impl Inner {
     }
 
     /// Reads page `id` into the free frame `f`, latched and pinned, at the old-sublist head;
-    /// the page stays `ReadPending` for the caller to publish. `Ok(None)`: another thread
+    /// the page stays `ReadPending` for the caller to publish; the flag says whether the store
+    /// read it (not a compressed-only page decompressed in memory). `Ok(None)`: another thread
     /// inserted the page first and `f` went back to the free list. On a failed read the frame
     /// leaves the hash ([`abort_read`](Self::abort_read)).
     #[expect(
@@ -309,6 +314,7 @@ impl Inner {
         Option<(
             Pin<'_>,
             parking_lot::RwLockWriteGuard<'_, crate::frame::FrameBuf>,
+            bool,
         )>,
         crate::StoreError,
     > {
@@ -327,7 +333,9 @@ impl Inner {
             return Ok(None);
         }
         self.lru_add(f, false);
-        let read = if let Some(slot) = self.take_zip_only(id) {
+        let zip_only = self.take_zip_only(id);
+        let from_store = zip_only.is_none();
+        let read = if let Some(slot) = zip_only {
             // Compressed-only: the block is here, decompress it (no I/O).
             if let Some(spare) = zip {
                 if let Some(g) = self.zip_release(spare) {
@@ -374,7 +382,7 @@ impl Inner {
                 return Err(e);
             }
         }
-        Ok(Some((pin, latch)))
+        Ok(Some((pin, latch, from_store)))
     }
 
     /// The shift of the blocks page `id`'s space keeps its pages in, if it is row-compressed.

@@ -225,7 +225,7 @@ impl Inner {
             }
             None => None,
         };
-        let (_pin, _latch) = match self.read_into_frame(f, id, zip) {
+        let (_pin, _latch, _) = match self.read_into_frame(f, id, zip) {
             Ok(Some(claimed)) => claimed,
             Ok(None) => return,
             Err(e) => {

@@ -239,10 +239,16 @@ fn dropped_frames_leave_compressed_only_pages_that_are_read_back_without_io() {
         stats.zip_pages + stats.zip_only_pages,
         "every block belongs to a page in the pool or a compressed-only page"
     );
+    assert_eq!(
+        stats.pages_read,
+        store.reads(),
+        "a compressed-only page decompressed in memory is not counted as a read"
+    );
     assert!(
-        store.reads() < 3000,
-        "fewer store reads ({}) than misses of frames",
-        store.reads()
+        store.reads() + stats.zip_only_hits > 120,
+        "misses: {} store reads, {} compressed-only hits",
+        store.reads(),
+        stats.zip_only_hits
     );
 }
 

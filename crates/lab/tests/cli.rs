@@ -197,6 +197,13 @@ fn lab_all_quick_writes_tables_json_and_svgs() {
 
     let fl = read_json(&out_dir.join("free-list-stalls.json"));
     for policy in ["legacy", "backoff", "eager"] {
+        // The KEY_BLOCK_SIZE=4 copy: every query found its rows, decompressing as it went.
+        let at = |f: &str| format!("results.compressed-{policy}.{f}");
+        assert!(number(&fl, &at("qps")) > 0.0, "compressed {policy} qps");
+        assert!(number(&fl, &at("uncompress_ops_per_query")) >= 0.0);
+        assert!(number(&fl, &at("latency.max_ns")) > 0.0);
+    }
+    for policy in ["legacy", "backoff", "eager"] {
         let at = |f: &str| format!("results.{policy}.{f}");
         assert!(number(&fl, &at("qps")) > 0.0, "{policy} qps");
         for f in ["latency.p99_ns", "latency.p999_ns", "latency.max_ns"] {

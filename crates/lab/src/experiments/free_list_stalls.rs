@@ -5,6 +5,8 @@
 //! freshly opened engine (like the seed's runs after a restart: the free list starts full, empties,
 //! and the first empty-list episode is where Backoff's LRU manager is asleep for up to a second).
 
+use std::fmt::Write as _;
+
 use barracuda::{Engine, EngineOptions, FreePagePolicy, PoolStats};
 use serde_json::json;
 
@@ -27,7 +29,9 @@ impl Experiment for FreeListStalls {
 
     fn about(&self) -> &'static str {
         "random point selects on a table 8x the buffer pool (data in the OS page cache), once per \
-         free-page policy (legacy, backoff, eager): tail latency, stalls, wait_free"
+         free-page policy (legacy, backoff, eager): tail latency, stalls, wait_free; then on a \
+         KEY_BLOCK_SIZE=4 copy with every block in the pool but not every frame (misses with no \
+         I/O)"
     }
 
     fn sizes(&self) -> Sizes {
@@ -133,7 +137,7 @@ impl Experiment for FreeListStalls {
                 }),
             );
         }
-        let text = format!(
+        let mut text = format!(
             "table {:.1} MiB, buffer pool {:.2} MiB ({} pages), {} threads, {:.1} s per policy\n{}",
             table_bytes as f64 / f64::from(1u32 << 20),
             pool_bytes as f64 / f64::from(1u32 << 20),
@@ -141,6 +145,80 @@ impl Experiment for FreeListStalls {
             ctx.threads,
             ctx.phase.as_secs_f64(),
             t.render()
+        );
+        let (zip_setup, zip_runs) = super::free_list_stalls_zip::run(ctx)?;
+        let mut zt = TextTable::new(&[
+            "KEY_BLOCK_SIZE=4",
+            "qps",
+            "p50 us",
+            "p99.9 ms",
+            "max ms",
+            "queries > 50 ms",
+            "100ms buckets > 50 ms",
+            "wait_free",
+            "pages read",
+            "uncompress/query",
+            "compressed-only hits",
+        ]);
+        for z in &zip_runs {
+            let p = Percentiles::of(&z.run.hist);
+            let slow_queries = z
+                .run
+                .hist
+                .iter_recorded()
+                .filter(|v| v.value_iterated_to() > 50_000_000)
+                .map(|v| v.count_at_value())
+                .sum::<u64>();
+            let slow_buckets = z
+                .run
+                .timeline
+                .iter()
+                .filter(|b| b.max_ns > 50_000_000)
+                .count();
+            let pool = &z.status.pool;
+            let per_query = z.uncompress_ops as f64 / z.run.queries.max(1) as f64;
+            zt.row(vec![
+                z.policy.to_string(),
+                format!("{:.0}", z.run.qps()),
+                us(p.p50_ns),
+                ms(p.p999_ns),
+                ms(p.max_ns),
+                slow_queries.to_string(),
+                slow_buckets.to_string(),
+                pool.wait_free.to_string(),
+                pool.pages_read.to_string(),
+                format!("{per_query:.2}"),
+                pool.zip_only_hits.to_string(),
+            ]);
+            results.insert(
+                format!("compressed-{}", z.policy),
+                json!({
+                    "queries": z.run.queries,
+                    "qps": z.run.qps(),
+                    "latency": p,
+                    "queries_over_50ms": slow_queries,
+                    "buckets_over_50ms": slow_buckets,
+                    "timeline": z.run.timeline,
+                    "buffer_pool_wait_free": pool.wait_free,
+                    "pages_read": pool.pages_read,
+                    "uncompress_ops": z.uncompress_ops,
+                    "uncompress_ops_per_query": per_query,
+                    "zip_only_hits": pool.zip_only_hits,
+                    "frames_dropped_keeping_block": pool.frames_dropped_keeping_block,
+                    "free_wait": {
+                        "count": pool.free_wait.count,
+                        "p999_us": pool.free_wait.p999_us,
+                        "max_us": pool.free_wait.max_us,
+                    },
+                }),
+            );
+        }
+        let _ = write!(
+            text,
+            "\nROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=4, same rows: blocks {:.1} MiB, buffer pool {:.1} MiB (every block, frames for a quarter of the pages); pages read = store reads (0: no I/O)\n{}",
+            zip_setup.block_bytes as f64 / f64::from(1u32 << 20),
+            zip_setup.pool_bytes as f64 / f64::from(1u32 << 20),
+            zt.render()
         );
 
         let timeline = runs
@@ -227,6 +305,9 @@ impl Experiment for FreeListStalls {
                 "table_bytes": table_bytes,
                 "buffer_pool_bytes": pool_bytes,
                 "table_to_pool": TABLE_TO_POOL,
+                "compressed_table": super::free_list_stalls_zip::TABLE,
+                "compressed_block_bytes": zip_setup.block_bytes,
+                "compressed_buffer_pool_bytes": zip_setup.pool_bytes,
                 "policies": ["legacy", "backoff", "eager"],
                 "bucket_ms": workload::BUCKET.as_millis() as u64,
             }),

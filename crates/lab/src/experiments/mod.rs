@@ -15,6 +15,7 @@ mod concurrent_writers;
 mod deadlock_detect;
 mod doublewrite;
 mod free_list_stalls;
+mod free_list_stalls_zip;
 mod group_commit;
 mod history_growth;
 mod point_select;
