@@ -176,6 +176,11 @@ impl BTree {
     ) -> Result<Placed> {
         let id = guard.page_id();
         let grows = self.zip.is_some() && self.grows(guard, &change)?;
+        if grows && self.beyond_padding(guard, &change)? {
+            // Adaptive padding: a page filled past `page size − pad` is split rather than
+            // recompressed, since at this index's failure rate it would likely not fit.
+            return Ok(Placed::DoesNotFit);
+        }
         let (described, record_change) = match change {
             NodeChange::Insert {
                 pos,
@@ -278,6 +283,31 @@ impl BTree {
                     > node.record_size_at(pos)?
             }
         })
+    }
+
+    /// Whether the page with `change` made would hold more than the index's padding lets a
+    /// compressed page hold uncompressed ([`AdaptivePadding::fill_limit`]). Only asked with a
+    /// pad: without one the block alone decides.
+    fn beyond_padding(&self, guard: &ExclusiveGuard<'_>, change: &NodeChange<'_>) -> Result<bool> {
+        let Some(zip) = self.zip.as_deref() else {
+            return Ok(false);
+        };
+        if zip.padding.pad() == 0 {
+            return Ok(false);
+        }
+        let ps = self.ctx.pool.page_size();
+        let node = NodeRef::open(guard, guard.page_id(), self)?;
+        let after = match *change {
+            NodeChange::Insert { key, value, .. } => {
+                node.used_space() + crate::node::record_size(ps, key.len(), value)
+            }
+            NodeChange::Replace {
+                pos, key, value, ..
+            } => (node.used_space() + crate::node::record_size(ps, key.len(), value))
+                .saturating_sub(node.record_size_at(pos)?),
+            NodeChange::Remove { .. } => return Ok(false),
+        };
+        Ok(after > zip.padding.fill_limit())
     }
 
     /// Whether `value` under a key of `key_len` bytes goes off-page: when it does not fit a

@@ -186,7 +186,6 @@ impl Engine {
         .map_err(|e| Error::InvalidOption(e.to_string()))?;
         let log = Arc::new(RedoSink::new(log, page_size));
         let catalog = Arc::new(Mutex::new(catalog));
-        let row_stats = encoder.counters().row.clone();
         let spaces = Arc::new(SpaceRegistry::new(
             log.clone(),
             catalog.clone(),
@@ -263,7 +262,7 @@ impl Engine {
                     ),
                 });
             }
-            spaces.insert(space);
+            spaces.insert(space.clone());
             let tree = open_tree(
                 BTree::open(
                     ctx.clone(),
@@ -272,7 +271,7 @@ impl Engine {
                     entry.index_id,
                 ),
                 options_of,
-                &row_stats,
+                space.row_stats(),
             );
             tables.insert(
                 entry.name.clone(),
@@ -397,12 +396,12 @@ impl Engine {
             catalog.next_index_id -= 1;
             return Err(err);
         }
-        self.inner.spaces.insert(space);
         let tree = open_tree(
             BTree::open(self.inner.ctx.clone(), space_id, 1, index_id),
             options,
-            &self.inner.spaces.encoder().counters().row,
+            space.row_stats(),
         );
+        self.inner.spaces.insert(space);
         let table = Arc::new(TableInner::new(
             self.inner.serial,
             name.to_owned(),
@@ -656,17 +655,38 @@ impl Engine {
             .values()
             .filter_map(|t| {
                 let zip = t.tree.compression()?;
+                let space = self.inner.spaces.get(t.tree.space())?;
+                let block = zip.block().bytes();
+                let cmp = space
+                    .row_stats()?
+                    .snapshot()
+                    .into_iter()
+                    .find(|r| r.block_size == block)
+                    .unwrap_or_default();
                 Some(crate::row_compression::CompressedTableStatus::new(
                     t.name.clone(),
-                    zip.block().bytes(),
+                    block,
+                    cmp,
                     zip.padding().pad(),
                     zip.padding().changes(),
                 ))
             })
             .collect();
         tables.sort_by(|a, b| a.name.cmp(&b.name));
+        // Engine-wide: every table's counters, and what was decompressed outside a table's
+        // reads (recovery, the torn-page check).
+        let mut cmp = self.inner.spaces.encoder().counters().row.snapshot();
+        for t in &tables {
+            if let Some(row) = cmp.iter_mut().find(|r| r.block_size == t.block_size) {
+                row.compress_ops += t.cmp.compress_ops;
+                row.compress_ops_ok += t.cmp.compress_ops_ok;
+                row.compress_time_us += t.cmp.compress_time_us;
+                row.uncompress_ops += t.cmp.uncompress_ops;
+                row.uncompress_time_us += t.cmp.uncompress_time_us;
+            }
+        }
         crate::row_compression::RowCompressionStatus {
-            cmp: self.inner.spaces.encoder().counters().row.snapshot(),
+            cmp,
             zip_frames: pool.zip_frames,
             blocks_in_pool: pool
                 .zip_blocks
@@ -903,15 +923,15 @@ fn check_table_name(name: &str) -> Result<()> {
 }
 
 /// A table's tree with its row compression, if its row format compresses (counted in
-/// `stats`, the engine's INNODB_CMP counters).
+/// `stats`, the table's INNODB_CMP_PER_INDEX counters, which its tablespace's reads share).
 fn open_tree(
     tree: BTree,
     options: TableOptions,
-    stats: &Arc<barracuda_row_compression::CompressionStats>,
+    stats: Option<&Arc<barracuda_row_compression::CompressionStats>>,
 ) -> BTree {
     match options.row_format {
-        RowFormat::Compressed { algorithm, .. } => match options.row_format.block_size() {
-            Some(block) => {
+        RowFormat::Compressed { algorithm, .. } => match (options.row_format.block_size(), stats) {
+            (Some(block), Some(stats)) => {
                 let zip = barracuda_btree::ZipIndex::new(
                     tree.space(),
                     block,
@@ -921,7 +941,7 @@ fn open_tree(
                 );
                 tree.with_compression(Arc::new(zip))
             }
-            None => tree,
+            _ => tree,
         },
         _ => tree,
     }

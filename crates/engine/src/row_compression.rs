@@ -129,6 +129,9 @@ pub struct CompressedTableStatus {
     pub name: String,
     /// Its `KEY_BLOCK_SIZE` in bytes.
     pub block_size: usize,
+    /// Its own counters (INFORMATION_SCHEMA.INNODB_CMP_PER_INDEX): compressions of its pages
+    /// tried and fitted, its blocks decompressed, and their times.
+    pub cmp: CmpRow,
     /// The padding its index keeps free in each page now (INNODB_CMP_PER_INDEX's padding).
     pub padding: usize,
     /// How often the padding grew and shrank.
@@ -139,12 +142,14 @@ impl CompressedTableStatus {
     pub(crate) fn new(
         name: String,
         block_size: usize,
+        cmp: CmpRow,
         padding: usize,
         padding_changes: (u64, u64),
     ) -> Self {
         Self {
             name,
             block_size,
+            cmp,
             padding,
             padding_changes,
         }

@@ -132,14 +132,11 @@ impl PageStore for SpaceRegistry {
         buf: &mut [u8],
     ) -> std::result::Result<(), StoreError> {
         let space = self.space(id)?;
-        crate::row_compression::decompress_block(
-            block,
-            id,
-            space.page_size(),
-            buf,
-            Some(&self.encoder.counters().row),
-        )
-        .map_err(|e| StoreError::new(id, crate::error::Error::page(space.path(), id, e)))
+        let stats = space
+            .row_stats()
+            .map_or(&*self.encoder.counters().row, |s| &**s);
+        crate::row_compression::decompress_block(block, id, space.page_size(), buf, Some(stats))
+            .map_err(|e| StoreError::new(id, crate::error::Error::page(space.path(), id, e)))
     }
 
     fn read_page_with_block(

@@ -14,7 +14,7 @@ use barracuda_page::{
 use crate::compression::{decode_stored_page, CompressionCounters, SpaceCompression};
 use crate::error::{Error, Result};
 use crate::options::PageCompression;
-use barracuda_row_compression::BlockSize;
+use barracuda_row_compression::{BlockSize, CompressionStats};
 
 /// What page 1 of a new tablespace is.
 #[derive(Clone, Copy, Debug)]
@@ -38,8 +38,9 @@ pub(crate) struct Tablespace {
     size_pages: AtomicU32,
     /// How its pages are compressed when written, `None` for a table without page compression.
     compression: Option<SpaceCompression>,
-    /// The block size its index pages are kept in (row compression), `None` for plain pages.
-    zip: Option<BlockSize>,
+    /// The block size its index pages are kept in (row compression), with the table's
+    /// compression counters (INNODB_CMP_PER_INDEX); `None` for plain pages.
+    zip: Option<(BlockSize, Arc<CompressionStats>)>,
 }
 
 impl std::fmt::Debug for Tablespace {
@@ -196,13 +197,18 @@ impl Tablespace {
     /// The same tablespace keeping its index pages in blocks of `block` (row compression).
     #[must_use]
     pub(crate) fn with_row_compression(mut self, block: Option<BlockSize>) -> Self {
-        self.zip = block;
+        self.zip = block.map(|b| (b, Arc::new(CompressionStats::new())));
         self
     }
 
     /// The size of the blocks its index pages are kept in, `None` for plain pages.
     pub(crate) fn zip_block_bytes(&self) -> Option<usize> {
-        self.zip.map(BlockSize::bytes)
+        self.zip.as_ref().map(|(b, _)| b.bytes())
+    }
+
+    /// The table's row-compression counters, if its rows are compressed.
+    pub(crate) fn row_stats(&self) -> Option<&Arc<CompressionStats>> {
+        self.zip.as_ref().map(|(_, stats)| stats)
     }
 
     pub(crate) fn page_size(&self) -> PageSize {
@@ -284,7 +290,7 @@ impl Tablespace {
         let offset = self.offset(page_no);
         let (head, tail) = buf.split_at_mut(block.len().min(buf.len()));
         self.file.read_at(head, offset)?;
-        let row = counters.map(|c| &*c.row);
+        let row = self.row_stats().map(|s| &**s).or(counters.map(|c| &*c.row));
         let err = |e| Error::page(&self.path, id, e);
         match crate::row_compression::find_block(head, id).map_err(err)? {
             Some(found) if found.len() == block.len() => {

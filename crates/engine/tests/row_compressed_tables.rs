@@ -117,6 +117,10 @@ fn text_rows_round_trip_through_every_key_block_size_and_codec() {
             let table = &status.row_compression.tables;
             assert_eq!(table.len(), 1);
             assert_eq!(table[0].block_size, block);
+            // The table's own counters (INNODB_CMP_PER_INDEX) count its reads since reopening
+            // and sum into the engine's.
+            assert!(table[0].cmp.uncompress_ops > 0, "{:?}", table[0]);
+            assert!(table[0].cmp.uncompress_ops <= row.uncompress_ops);
             // Text compresses ~2.5x with deflate: a 4 KiB block holds more than a quarter of
             // a 16 KiB page's worth of rows. (Blocks below the file system's 4 KiB block take
             // a whole one each in a slot of the page size: KEY_BLOCK_SIZE 1 and 2 save pool
