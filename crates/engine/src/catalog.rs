@@ -53,6 +53,22 @@ impl Catalog {
     /// Creates `system.ibs` at `path` with an empty catalog and makes it durable, directory
     /// entry included.
     pub(crate) fn create(fs: &dyn FileSystem, path: &Path, page_size: PageSize) -> Result<Self> {
+        // Built whole under a temporary name, then renamed: a process killed while creating
+        // the database leaves no `system.ibs` (the next open creates it again), never an
+        // empty or half-written one that no open could read.
+        let building = path.with_extension("ibs.new");
+        drop(Self::build(fs, &building, page_size)?);
+        fs.rename(&building, path)?;
+        // Without this a power loss can lose the file's name while keeping the tables created
+        // after it.
+        if let Some(dir) = path.parent() {
+            fs.sync_dir(dir)?;
+        }
+        Self::open(fs, path)
+    }
+
+    /// Writes a new catalog file at `path`: page 0 and both (empty) copies, synced.
+    fn build(fs: &dyn FileSystem, path: &Path, page_size: PageSize) -> Result<Self> {
         let file = fs.open(path, &OpenOptions::new().create(true).truncate(true))?;
         let header = SpaceHeader {
             space_id: SYSTEM_SPACE,
@@ -81,11 +97,6 @@ impl Catalog {
         // Both copies exist from the start, so an open never meets a missing one.
         catalog.save()?;
         catalog.save()?;
-        // Without this a power loss can lose the file's name while keeping the tables created
-        // after it.
-        if let Some(dir) = path.parent() {
-            fs.sync_dir(dir)?;
-        }
         Ok(catalog)
     }
 

@@ -567,3 +567,18 @@ fn a_missing_or_truncated_table_file_is_an_error_naming_it() {
     assert!(enoent.is_some());
     assert_eq!(err.raw_os_error(), enoent, "{}", error_chain(&err));
 }
+
+/// The catalog is built under a temporary name and renamed into place: a creation killed
+/// half-way leaves at most that temporary file (here, garbage in it), which the next open
+/// rebuilds, never an empty `system.ibs` that no open could read.
+#[test]
+fn a_half_created_catalog_is_built_again() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("system.ibs.new"), b"half a catalog").unwrap();
+    let db = small(dir.path());
+    db.create_table("t", TableOptions::default()).unwrap();
+    db.close().unwrap();
+    assert!(!dir.path().join("system.ibs.new").exists());
+    let db = small(dir.path());
+    assert_eq!(db.list_tables(), vec!["t".to_string()]);
+}
