@@ -135,6 +135,25 @@ fn lab_all_quick_writes_tables_json_and_svgs() {
     assert!(variants
         .iter()
         .all(|v| status(v).as_deref() == Some("measured")));
+    // The seed's rows: plain and KEY_BLOCK_SIZE=4 with every frame, and with every block but
+    // a quarter of the frames (those decompress).
+    for key in [
+        "seed_plain-all-frames",
+        "seed_zip4-all-frames",
+        "seed_zip4-blocks-only",
+        "seed_zip4_lz4-blocks-only",
+    ] {
+        assert!(
+            number(&ps, &format!("results.seed.{key}.qps")) > 0.0,
+            "{key}"
+        );
+    }
+    assert!(
+        number(
+            &ps,
+            "results.seed.seed_zip4-blocks-only.uncompress_ops_per_query"
+        ) > 0.0
+    );
     for v in variants {
         assert!(
             v.get("qps")

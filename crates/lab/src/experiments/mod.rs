@@ -19,6 +19,7 @@ mod free_list_stalls_zip;
 mod group_commit;
 mod history_growth;
 mod point_select;
+mod point_select_seed;
 mod read_ahead;
 pub(crate) mod recovery;
 mod snapshot_reads;

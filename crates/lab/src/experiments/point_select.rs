@@ -23,8 +23,9 @@ impl Experiment for PointSelect {
 
     fn about(&self) -> &'static str {
         "random point selects on a table that fits in the buffer pool: qps and latency \
-         percentiles, uncompressed and page-compressed (lz4, zlib); ROW_FORMAT=COMPRESSED is \
-         reported as not available until the engine has it"
+         percentiles, uncompressed, ROW_FORMAT=COMPRESSED (KEY_BLOCK_SIZE 8, 4) and \
+         page-compressed (lz4, zlib); then the seed's padded rows, 1 thread: plain vs \
+         KEY_BLOCK_SIZE=4 with every frame, and with every block but a quarter of the frames"
     }
 
     fn sizes(&self) -> Sizes {
@@ -71,6 +72,7 @@ impl Experiment for PointSelect {
         let variants = compressed_variants(&db, ctx)?;
         db.close()?;
         let small = small_pool_runs(ctx, table_bytes, &variants)?;
+        let (seed_text, seed_results) = super::point_select_seed::run(ctx)?;
 
         let p = Percentiles::of(&run.hist);
         let mut t = TextTable::new(&[
@@ -137,7 +139,7 @@ impl Experiment for PointSelect {
                 r.decompressed.to_string(),
             ]);
         }
-        let text = format!(
+        let mut text = format!(
             "table {:.1} MiB, buffer pool {:.1} MiB, {} threads, {:.1} s\n{}\nthe same tables \
              through a pool of a quarter of one table ({:.1} MiB): every miss reads the page \
              (from the OS page cache) and, for a page-compressed table, decompresses it\n{}",
@@ -149,6 +151,7 @@ impl Experiment for PointSelect {
             small_pool_bytes(table_bytes) as f64 / f64::from(1u32 << 20),
             small_t.render()
         );
+        text.push_str(&seed_text);
 
         let dist: Vec<(f64, f64)> = run
             .distribution()
@@ -219,6 +222,7 @@ impl Experiment for PointSelect {
                     "pages_decompressed_during_run": r.decompressed,
                     "uncompress_ops_per_query": r.decompressed as f64 / r.run.queries.max(1) as f64,
                 })).collect::<Vec<_>>(),
+                "seed": seed_results,
                 "variants": variants.iter().map(|(name, status, run)| match run {
                     Some(v) => json!({
                         "variant": name,
