@@ -119,29 +119,30 @@ impl BTree {
         capture: bool,
     ) -> Result<Previous> {
         let record = LeafRecord { key, value, sys };
-        if let Some(previous) = self.put_optimistic(record, capture)? {
-            return Ok(previous);
+        match self.put_optimistic(record, capture)? {
+            Optimistic::Done(previous) => Ok(previous),
+            Optimistic::LeafFull => self.put_pessimistic(record, capture, false),
+            Optimistic::BlockRefused => self.put_pessimistic(record, capture, true),
         }
-        self.put_pessimistic(record, capture)
     }
 
     /// Shared latches down to the leaf's parent, an exclusive latch on the leaf; succeeds when the
-    /// record fits in the leaf. `None` means a split is needed (the leaf was not changed).
-    fn put_optimistic(&self, record: LeafRecord<'_>, capture: bool) -> Result<Option<Previous>> {
+    /// record fits in the leaf. Otherwise a split is needed (the leaf was not changed).
+    fn put_optimistic(&self, record: LeafRecord<'_>, capture: bool) -> Result<Optimistic> {
         let mut leaf = self.descend_leaf_exclusive(record.key)?;
         let id = leaf.page_id();
         let fit = LeafFit::of(&NodeRef::open(&leaf, id, self)?, self, record, capture)?;
         if !fit.fits {
-            return Ok(None);
+            return Ok(Optimistic::LeafFull);
         }
         let mut mtr = self.mtr();
         if fit.apply(&mut mtr, &mut leaf, self, record)? == Placed::DoesNotFit {
             // Its compressed block cannot take it: split (nothing was changed).
-            return Ok(None);
+            return Ok(Optimistic::BlockRefused);
         }
         mtr.changed(leaf);
         mtr.commit()?;
-        Ok(Some(fit.previous))
+        Ok(Optimistic::Done(fit.previous))
     }
 
     /// Descends with shared latches, coupled, and latches the leaf exclusively.
@@ -214,7 +215,16 @@ impl BTree {
 
     /// Exclusive latches from the root; ancestors are released as soon as the node below them
     /// can take one more separator without splitting.
-    fn put_pessimistic(&self, record: LeafRecord<'_>, capture: bool) -> Result<Previous> {
+    ///
+    /// `block_refused`: the optimistic attempt found the leaf's compressed block unable to take
+    /// the record; the leaf is split without compressing it again (a failed compression is the
+    /// dear part, and the leaf seldom changes in between; if it did, the split is still right).
+    fn put_pessimistic(
+        &self,
+        record: LeafRecord<'_>,
+        capture: bool,
+        block_refused: bool,
+    ) -> Result<Previous> {
         let LeafRecord { key, value, sys } = record;
         let page_size = self.ctx.pool.page_size();
         let leaf_record = node::record_size(page_size, key.len(), value);
@@ -235,7 +245,7 @@ impl BTree {
         })?;
         let id = guard.page_id();
         let fit = LeafFit::of(&NodeRef::open(&guard, id, self)?, self, record, capture)?;
-        if fit.fits {
+        if fit.fits && !block_refused {
             let mut mtr = self.mtr();
             if fit.apply(&mut mtr, &mut guard, self, record)? == Placed::Done {
                 mtr.changed(guard);
@@ -262,6 +272,16 @@ impl BTree {
         drop(held);
         Ok(fit.previous)
     }
+}
+
+/// How an optimistic put ended.
+enum Optimistic {
+    /// Placed; what was there before.
+    Done(Previous),
+    /// The leaf has no room for the record: split.
+    LeafFull,
+    /// The leaf has room but its compressed block cannot take the record: split.
+    BlockRefused,
 }
 
 /// A leaf record to place: key, value and transaction fields.
