@@ -45,6 +45,7 @@ mod guard;
 mod inner;
 mod lru;
 mod manager;
+mod miss;
 mod page_hash;
 mod poison;
 mod policy;

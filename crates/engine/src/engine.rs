@@ -22,7 +22,7 @@ use crate::layout::{
     is_valid_table_name, table_path, SYSTEM_FILE, TABLES_DIR, TABLE_NAME_RULE, UNDO_SPACE_ID,
 };
 use crate::open::{ensure_undo_space, lock_dir, open_log, space_paths};
-use crate::options::{EngineOptions, RowFormat, TableOptions};
+use crate::options::{EngineOptions, TableOptions};
 use crate::page_cleaner::{self, FlushControllerKind, Flushing};
 use crate::recovery::RecoveryReport;
 use crate::redo_sink::RedoSink;
@@ -263,7 +263,7 @@ impl Engine {
                 });
             }
             spaces.insert(space.clone());
-            let tree = open_tree(
+            let tree = crate::row_compression::open_tree(
                 BTree::open(
                     ctx.clone(),
                     entry.space_id,
@@ -396,7 +396,7 @@ impl Engine {
             catalog.next_index_id -= 1;
             return Err(err);
         }
-        let tree = open_tree(
+        let tree = crate::row_compression::open_tree(
             BTree::open(self.inner.ctx.clone(), space_id, 1, index_id),
             options,
             space.row_stats(),
@@ -630,7 +630,7 @@ impl Engine {
                     .counters()
                     .status(trims, failures, encoder.threads())
             },
-            row_compression: self.row_compression_status(&pool),
+            row_compression: crate::row_compression::status(&self.inner, &pool),
             oldest_modification_lsn: self.inner.pool.oldest_modification(),
             rows_read: c.rows_read.load(Ordering::Relaxed),
             rows_written: c.rows_written.load(Ordering::Relaxed),
@@ -640,64 +640,6 @@ impl Engine {
             checkpoints: c.checkpoints.load(Ordering::Relaxed),
             read_only: self.inner.read_only_reason(),
             tables: table_status,
-        }
-    }
-
-    /// Row compression's part of `status()`.
-    fn row_compression_status(
-        &self,
-        pool: &barracuda_buffer_pool::PoolStats,
-    ) -> crate::row_compression::RowCompressionStatus {
-        let mut tables: Vec<crate::row_compression::CompressedTableStatus> = self
-            .inner
-            .tables
-            .read()
-            .values()
-            .filter_map(|t| {
-                let zip = t.tree.compression()?;
-                let space = self.inner.spaces.get(t.tree.space())?;
-                let block = zip.block().bytes();
-                let cmp = space
-                    .row_stats()?
-                    .snapshot()
-                    .into_iter()
-                    .find(|r| r.block_size == block)
-                    .unwrap_or_default();
-                Some(crate::row_compression::CompressedTableStatus::new(
-                    t.name.clone(),
-                    block,
-                    cmp,
-                    zip.padding().pad(),
-                    zip.padding().changes(),
-                ))
-            })
-            .collect();
-        tables.sort_by(|a, b| a.name.cmp(&b.name));
-        // Engine-wide: every table's counters, and what was decompressed outside a table's
-        // reads (recovery, the torn-page check).
-        let mut cmp = self.inner.spaces.encoder().counters().row.snapshot();
-        for t in &tables {
-            if let Some(row) = cmp.iter_mut().find(|r| r.block_size == t.block_size) {
-                row.compress_ops += t.cmp.compress_ops;
-                row.compress_ops_ok += t.cmp.compress_ops_ok;
-                row.compress_time_us += t.cmp.compress_time_us;
-                row.uncompress_ops += t.cmp.uncompress_ops;
-                row.uncompress_time_us += t.cmp.uncompress_time_us;
-            }
-        }
-        crate::row_compression::RowCompressionStatus {
-            cmp,
-            zip_frames: pool.zip_frames,
-            blocks_in_pool: pool
-                .zip_blocks
-                .iter()
-                .map(|c| (c.block_bytes, c.used))
-                .collect(),
-            unzip_lru_len: pool.zip_pages,
-            zip_only_pages: pool.zip_only_pages,
-            frames_dropped_keeping_block: pool.frames_dropped_keeping_block,
-            zip_only_hits: pool.zip_only_hits,
-            tables,
         }
     }
 
@@ -919,30 +861,5 @@ fn check_table_name(name: &str) -> Result<()> {
             name: name.to_owned(),
             why: TABLE_NAME_RULE,
         })
-    }
-}
-
-/// A table's tree with its row compression, if its row format compresses (counted in
-/// `stats`, the table's INNODB_CMP_PER_INDEX counters, which its tablespace's reads share).
-fn open_tree(
-    tree: BTree,
-    options: TableOptions,
-    stats: Option<&Arc<barracuda_row_compression::CompressionStats>>,
-) -> BTree {
-    match options.row_format {
-        RowFormat::Compressed { algorithm, .. } => match (options.row_format.block_size(), stats) {
-            (Some(block), Some(stats)) => {
-                let zip = barracuda_btree::ZipIndex::new(
-                    tree.space(),
-                    block,
-                    algorithm,
-                    tree.context().pool().page_size(),
-                    stats.clone(),
-                );
-                tree.with_compression(Arc::new(zip))
-            }
-            _ => tree,
-        },
-        _ => tree,
     }
 }

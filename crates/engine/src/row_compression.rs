@@ -18,6 +18,10 @@
 
 use std::cell::RefCell;
 
+use std::sync::Arc;
+
+use crate::options::{RowFormat, TableOptions};
+use barracuda_btree::BTree;
 use barracuda_page::{PageId, PageSize};
 use barracuda_row_compression::{
     is_compressed_block, seal_block, verify_block, BlockSize, CmpRow, CompressedPage,
@@ -153,5 +157,87 @@ impl CompressedTableStatus {
             padding,
             padding_changes,
         }
+    }
+}
+
+/// Row compression's part of `status()`.
+pub(crate) fn status(
+    inner: &crate::engine::EngineInner,
+    pool: &barracuda_buffer_pool::PoolStats,
+) -> RowCompressionStatus {
+    let mut tables: Vec<CompressedTableStatus> = inner
+        .tables
+        .read()
+        .values()
+        .filter_map(|t| {
+            let zip = t.tree.compression()?;
+            let space = inner.spaces.get(t.tree.space())?;
+            let block = zip.block().bytes();
+            let cmp = space
+                .row_stats()?
+                .snapshot()
+                .into_iter()
+                .find(|r| r.block_size == block)
+                .unwrap_or_default();
+            Some(CompressedTableStatus::new(
+                t.name.clone(),
+                block,
+                cmp,
+                zip.padding().pad(),
+                zip.padding().changes(),
+            ))
+        })
+        .collect();
+    tables.sort_by(|a, b| a.name.cmp(&b.name));
+    // Engine-wide: every table's counters, and what was decompressed outside a table's
+    // reads (recovery, the torn-page check).
+    let mut cmp = inner.spaces.encoder().counters().row.snapshot();
+    for t in &tables {
+        if let Some(row) = cmp.iter_mut().find(|r| r.block_size == t.block_size) {
+            row.compress_ops += t.cmp.compress_ops;
+            row.compress_ops_ok += t.cmp.compress_ops_ok;
+            row.compress_time_us += t.cmp.compress_time_us;
+            row.uncompress_ops += t.cmp.uncompress_ops;
+            row.uncompress_time_us += t.cmp.uncompress_time_us;
+        }
+    }
+    RowCompressionStatus {
+        cmp,
+        zip_frames: pool.zip_frames,
+        blocks_in_pool: pool
+            .zip_blocks
+            .iter()
+            .map(|c| (c.block_bytes, c.used))
+            .collect(),
+        unzip_lru_len: pool.zip_pages,
+        zip_only_pages: pool.zip_only_pages,
+        frames_dropped_keeping_block: pool.frames_dropped_keeping_block,
+        zip_only_hits: pool.zip_only_hits,
+        tables,
+    }
+}
+
+/// A table's tree with its row compression, if its row format compresses (counted in
+/// `stats`, the table's INNODB_CMP_PER_INDEX counters, which its tablespace's reads share).
+pub(crate) fn open_tree(
+    tree: BTree,
+    options: TableOptions,
+    stats: Option<&Arc<barracuda_row_compression::CompressionStats>>,
+) -> BTree {
+    match options.row_format {
+        RowFormat::Compressed { algorithm, .. } => match (options.row_format.block_size(), stats) {
+            (Some(block), Some(stats)) => {
+                let zip = barracuda_btree::ZipIndex::new(
+                    tree.space(),
+                    block,
+                    algorithm,
+                    tree.context().pool().page_size(),
+                    stats.clone(),
+                );
+                tree.with_compression(Arc::new(zip))
+            }
+            _ => tree,
+        },
+        _ => tree,
     }
 }
