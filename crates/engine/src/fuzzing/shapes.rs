@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use barracuda_page::PageSize;
 
 use crate::layout::{SYSTEM_FILE, TABLES_DIR};
-use crate::{Engine, EngineOptions, IoBackend, PageCompression, Result, TableOptions};
+use crate::{Engine, EngineOptions, IoBackend, PageCompression, Result, RowFormat, TableOptions};
 
 /// The rows of one table, by key.
 pub(crate) type Rows = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -92,7 +92,9 @@ pub(crate) fn generate(index: usize) -> Result<Shape> {
     for plan in tables {
         let table = db.create_table(
             plan.name,
-            TableOptions::default().page_compression(plan.compression),
+            TableOptions::default()
+                .page_compression(plan.compression)
+                .row_format(plan.row_format),
         )?;
         // One transaction for the puts and one for the deletes: each transaction allocates an
         // undo log page, which only purge gives back, and a page per row would outgrow the
@@ -194,6 +196,8 @@ struct TablePlan {
     dropped: bool,
     /// Page compression: its pages on disk are envelopes (FORMATS.md §12) with holes behind.
     compression: Option<PageCompression>,
+    /// Row format: compressed rows keep index pages as blocks (FORMATS.md §14.5).
+    row_format: RowFormat,
     /// Writes of a transaction still open when the database is left as by a crash (`None`
     /// deletes): on disk in place, with their undo log active, for the open to roll back.
     open_at_crash: Vec<(Vec<u8>, Option<Vec<u8>>)>,
@@ -207,6 +211,7 @@ impl TablePlan {
             deletes: Vec::new(),
             dropped: false,
             compression: None,
+            row_format: RowFormat::Dynamic,
             open_at_crash: Vec::new(),
         }
     }
@@ -338,7 +343,8 @@ fn text_value(seed: u32, len: usize) -> Vec<u8> {
 }
 
 /// 8 KiB pages, two page-compressed tables: zlib with 300 text rows (some deleted: garbage the
-/// compressor zeroes), LZ4 with 120 rows and one 20 KB value (compressed overflow pages).
+/// compressor zeroes), LZ4 with 120 rows and one 20 KB value (compressed overflow pages); and
+/// a row-compressed one (`KEY_BLOCK_SIZE=2`) with 200 text rows and a 6 KB random value.
 fn compressed() -> Vec<TablePlan> {
     let key = |i: u32| format!("z{i:05}").into_bytes();
     let puts = scattered(300)
@@ -353,5 +359,22 @@ fn compressed() -> Vec<TablePlan> {
     puts.push((b"l9999".to_vec(), text_value(9999, 20_000)));
     let mut fast = TablePlan::new("fast", puts);
     fast.compression = Some(PageCompression::Lz4);
-    vec![zipped, fast]
+    // Row-compressed (KEY_BLOCK_SIZE=2): blocks with modification logs at the start of their
+    // slots, a plain index page or two, a page-compressed overflow chain.
+    let mut puts: Vec<_> = scattered(200)
+        .map(|i| {
+            (
+                format!("r{i:04}").into_bytes(),
+                text_value(i + 2000, 60 + (i as usize % 5) * 50),
+            )
+        })
+        .collect();
+    puts.push((b"r9999".to_vec(), value(9999, 6_000)));
+    let mut rows = TablePlan::new("rows", puts);
+    rows.deletes = (0..200)
+        .filter(|i| i % 7 == 0)
+        .map(|i| format!("r{i:04}").into_bytes())
+        .collect();
+    rows.row_format = RowFormat::compressed(2);
+    vec![zipped, fast, rows]
 }
