@@ -9,6 +9,7 @@
 //! (`fsp_reserve_free_extents` in `btr_cur_pessimistic_insert`).
 
 use barracuda_buffer_pool::ExclusiveGuard;
+use barracuda_page::bytes::put_u32;
 use barracuda_page::header::{OFF_NEXT, OFF_PREV};
 use barracuda_page::{PageNo, SysFields};
 
@@ -18,6 +19,7 @@ use crate::insert::shortest_separator;
 use crate::mtr::{IndexChange, Mtr};
 use crate::node::{self, NodeMut, NodeRef, Value};
 use crate::tree::BTree;
+use crate::zip::{NodeChange, Placed};
 
 impl BTree {
     /// Acquires what splitting `leaf` to place a key of `key_len` bytes may need, with `path`
@@ -86,19 +88,33 @@ impl BTree {
             let fits = NodeRef::open(&parent, id, self)?.free_space()
                 >= node::record_size(self.ctx.pool.page_size(), separator.len(), child);
             if fits {
-                if !NodeMut::open(parent.described_change_mut(), id, self)?.insert(
+                let change = NodeChange::Insert {
                     pos,
-                    &separator,
-                    child,
-                    SysFields::NONE,
-                )? {
-                    return Err(BTreeError::corrupt(
-                        id,
-                        "separator did not fit after a room check",
-                    ));
+                    key: &separator,
+                    value: child,
+                    sys: SysFields::NONE,
+                };
+                // Through the parent's block when it can take it; otherwise the frame alone
+                // (whether the parent splits was decided by the frame's room: a parent whose
+                // block refuses is recompressed at commit, or kept plain).
+                // A parent without a block in step takes it in its frame at once: a trial
+                // compression here would be repeated by the commit's.
+                let synced = parent.zip_state() == barracuda_buffer_pool::ZipState::Synced;
+                if !synced || self.make_change(mtr, &mut parent, change)? == Placed::DoesNotFit {
+                    if !NodeMut::open(parent.described_change_mut(), id, self)?.insert(
+                        pos,
+                        &separator,
+                        child,
+                        SysFields::NONE,
+                    )? {
+                        return Err(BTreeError::corrupt(
+                            id,
+                            "separator did not fit after a room check",
+                        ));
+                    }
+                    let record = child.record(&separator, SysFields::NONE);
+                    mtr.describe(&parent, IndexChange::Insert { pos, record })?;
                 }
-                let record = child.record(&separator, SysFields::NONE);
-                mtr.describe(&parent, IndexChange::Insert { pos, record })?;
                 mtr.changed(parent);
                 return Ok(());
             }
@@ -193,9 +209,14 @@ impl BTree {
         (key, value, sys): (&[u8], Value<'_>, SysFields),
     ) -> Result<(Vec<u8>, PageNo)> {
         let id = guard.page_id();
-        let (level, old_next, split) = {
+        let (level, old_next, split, n_before) = {
             let node = NodeRef::open(guard, id, self)?;
-            (node.level(), node.next(), node.split_point(pos, key, value))
+            (
+                node.level(),
+                node.next(),
+                node.split_point(pos, key, value),
+                node.len(),
+            )
         };
         let mut right = held.take_new_page(id)?;
         let right_id = right.page_id();
@@ -213,12 +234,19 @@ impl BTree {
             )?;
             // The page split keeps is described (a split's changes to it, diffed, cost a
             // page copy and a search for shifted runs across most of a page); the new page
-            // is created, so its image is logged whatever is described.
-            NodeMut::open(guard.described_change_mut(), id, self)?
-                .move_tail_to(split.at, &mut right_node)?;
-            mtr.describe(guard, IndexChange::Truncate { at: split.at })?;
-            NodeMut::open(guard.described_change_mut(), id, self)?.set_next(Some(right_no));
-            mtr.describe(guard, link_change(guard, OFF_NEXT))?;
+            // is created, so its image is logged whatever is described. An append that
+            // splits (a load in key order) moves nothing: the left page keeps its records as
+            // they are and only gains its link — on a compressed tree through its block's
+            // log, so the page is not recompressed.
+            let moves_nothing = split.at == n_before && !split.insert_left;
+            if !moves_nothing {
+                NodeMut::open(guard.described_change_mut(), id, self)?
+                    .move_tail_to(split.at, &mut right_node)?;
+                mtr.describe(guard, IndexChange::Truncate { at: split.at })?;
+            }
+            let mut link = [0u8; 4];
+            put_u32(&mut link, 0, right_no);
+            self.write_header(mtr, guard, OFF_NEXT, &link)?;
             let placed = if split.insert_left {
                 let placed = NodeMut::open(guard.described_change_mut(), id, self)?
                     .insert(pos, key, value, sys)?;

@@ -193,6 +193,7 @@ impl BTree {
             // recompressed, since at this index's failure rate it would likely not fit.
             return Ok(Placed::DoesNotFit);
         }
+        let mut trial: Option<Vec<u8>> = None;
         let (described, record_change) = match change {
             NodeChange::Insert {
                 pos,
@@ -247,8 +248,11 @@ impl BTree {
                         return Err(BTreeError::corrupt(id, format!("compressed page: {e}")))
                     }
                 }
-            } else if grows && !Self::fits_compressed(guard, zip, &record_change)? {
-                return Ok(Placed::DoesNotFit);
+            } else if grows {
+                match Self::trial_block(guard, zip, &record_change)? {
+                    Some(block) => trial = Some(block),
+                    None => return Ok(Placed::DoesNotFit),
+                }
             }
         }
         {
@@ -276,7 +280,63 @@ impl BTree {
             }
         }
         mtr.describe(guard, described)?;
+        if let Some(block) = trial {
+            // The trial compressed exactly the page the frame now holds: that is its block.
+            // No frame to be had for it is no error (the page stays plain).
+            if guard.attach_zip(block.len()).is_ok() {
+                guard.sync_zip(|_, b| {
+                    b.copy_from_slice(&block);
+                    true
+                });
+            }
+        }
         Ok(Placed::Done)
+    }
+
+    /// Writes `bytes` at `offset` of `guard`'s page (a header field: a sibling link) and
+    /// describes it to `mtr`; on a compressed tree with a block in step, through the block's
+    /// modification log, so the page need not be recompressed at commit.
+    pub(crate) fn write_header(
+        &self,
+        mtr: &mut Mtr<'_>,
+        guard: &mut ExclusiveGuard<'_>,
+        offset: usize,
+        bytes: &[u8],
+    ) -> Result<()> {
+        let id = guard.page_id();
+        let end = offset + bytes.len();
+        if let Some(zip) = self.zip.as_deref() {
+            if guard.zip_state() == ZipState::Synced {
+                let change = Change::Write { offset, bytes };
+                let applied = guard.change_with_zip(|frame, block| {
+                    let outcome =
+                        CompressedPage::open(block, id, zip.page_size).and_then(|mut page| {
+                            with_compressor(|c, _| {
+                                c.apply(frame, &mut page, &change, zip.how(false))
+                            })
+                        });
+                    (outcome.is_ok(), outcome.is_ok())
+                });
+                if applied == Some(true) {
+                    let described = IndexChange::Written {
+                        offset,
+                        bytes: guard.get(offset..end).unwrap_or_default(),
+                    };
+                    return mtr.describe(guard, described);
+                }
+            }
+        }
+        // The frame alone (the block, if any, goes stale and is recompressed at commit).
+        let dst = guard
+            .described_change_mut()
+            .get_mut(offset..end)
+            .ok_or_else(|| BTreeError::corrupt(id, "a header write outside the page"))?;
+        dst.copy_from_slice(bytes);
+        let described = IndexChange::Written {
+            offset,
+            bytes: guard.get(offset..end).unwrap_or_default(),
+        };
+        mtr.describe(guard, described)
     }
 
     /// Whether `change` makes the page's records larger: an insert, or a replace by a longer
@@ -352,19 +412,19 @@ impl BTree {
         barracuda_page::max_inline_value_len(self.ctx.pool.page_size(), key_len)
     }
 
-    /// Whether `guard`'s page (without a synced block) with `change` made would compress into
-    /// the tree's blocks: the trial the commit's recompression would repeat.
-    fn fits_compressed(
+    /// `guard`'s page (without a synced block) with `change` made, compressed into a block of
+    /// the tree's size — or `None` when it does not fit.
+    fn trial_block(
         guard: &ExclusiveGuard<'_>,
         zip: &ZipIndex,
         change: &Change<'_>,
-    ) -> Result<bool> {
+    ) -> Result<Option<Vec<u8>>> {
         let id = guard.page_id();
         let mut page = guard.to_vec();
         make_on_copy(&mut page, zip.page_size, change)
             .map_err(|e| BTreeError::corrupt(id, format!("trial change: {e}")))?;
         let mut block = vec![0u8; zip.block.bytes()];
-        Ok(zip.compress(&page, &mut block))
+        Ok(zip.compress(&page, &mut block).then_some(block))
     }
 }
 
@@ -384,9 +444,9 @@ fn make_on_copy(
 }
 
 /// Brings the blocks of the pages an mtr changed in step before it commits: for each page of
-/// `zip`'s space that is an index page, a stale block is recompressed and a page without one
-/// is given one; a page that does not fit is left plain (its block freed), and a page that is
-/// no index page any more (freed, or an overflow page) has none.
+/// `zip`'s space that is an index page, a stale block is recompressed and a page the mtr
+/// created is given one; a page that does not fit is left plain (its block freed), and a page
+/// that is no index page any more (freed, or an overflow page) has none.
 pub(crate) fn sync_pages(zip: &ZipIndex, pages: &mut [ExclusiveGuard<'_>]) {
     for guard in pages.iter_mut() {
         if guard.page_id().space_id != zip.space {
@@ -405,12 +465,16 @@ pub(crate) fn sync_pages(zip: &ZipIndex, pages: &mut [ExclusiveGuard<'_>]) {
             ZipState::Stale => {
                 guard.sync_zip(|frame, block| zip.compress(frame, block));
             }
-            ZipState::None => {
+            // A page created by this mtr gets its block. A page kept plain (it did not fit)
+            // is not tried again at every commit: the next change that grows it tries
+            // (`make_change`), and gives it the block when it fits.
+            ZipState::None if guard.is_created() => {
                 // No frame to be had for a block is no error: the page is written plain.
                 if guard.attach_zip(zip.block.bytes()).is_ok() {
                     guard.sync_zip(|frame, block| zip.compress(frame, block));
                 }
             }
+            ZipState::None => {}
         }
     }
 }
