@@ -461,7 +461,6 @@ pub(crate) fn sync_pages(zip: &ZipIndex, pages: &mut [ExclusiveGuard<'_>]) {
             continue;
         }
         match state {
-            ZipState::Synced => {}
             ZipState::Stale => {
                 guard.sync_zip(|frame, block| zip.compress(frame, block));
             }
@@ -474,7 +473,7 @@ pub(crate) fn sync_pages(zip: &ZipIndex, pages: &mut [ExclusiveGuard<'_>]) {
                     guard.sync_zip(|frame, block| zip.compress(frame, block));
                 }
             }
-            ZipState::None => {}
+            ZipState::Synced | ZipState::None => {}
         }
     }
 }
