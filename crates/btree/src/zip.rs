@@ -31,7 +31,7 @@ use barracuda_row_compression::{
 
 use crate::error::{BTreeError, Result};
 use crate::mtr::{IndexChange, Mtr};
-use crate::node::{NodeMut, NodeRef, Value};
+use crate::node::{NodeRef, Value};
 use crate::tree::BTree;
 
 /// How one tree's pages are compressed: its space, block size and codec, the index's adaptive
@@ -255,30 +255,18 @@ impl BTree {
                 }
             }
         }
-        {
-            let mut node = NodeMut::open(guard.described_change_mut(), id, self)?;
-            let placed = match change {
-                NodeChange::Insert {
-                    pos,
-                    key,
-                    value,
-                    sys,
-                } => node.insert(pos, key, value, sys)?,
-                NodeChange::Replace {
-                    pos,
-                    key,
-                    value,
-                    sys,
-                } => node.replace(pos, key, value, sys)?,
-                NodeChange::Remove { pos } => node.remove(pos).map(|()| true)?,
-            };
-            if !placed {
-                return Err(BTreeError::corrupt(
-                    id,
-                    "record did not fit after a room check",
-                ));
+        // The frame alone: the same page operation the block's log records.
+        make_on_page(
+            guard.described_change_mut(),
+            self.ctx.pool.page_size(),
+            &record_change,
+        )
+        .map_err(|e| match e {
+            barracuda_page::PageError::PageFull { .. } => {
+                BTreeError::corrupt(id, "record did not fit after a room check")
             }
-        }
+            source => BTreeError::Page { page: id, source },
+        })?;
         mtr.describe(guard, described)?;
         if let Some(block) = trial {
             // The trial compressed exactly the page the frame now holds: that is its block.
@@ -421,15 +409,15 @@ impl BTree {
     ) -> Result<Option<Vec<u8>>> {
         let id = guard.page_id();
         let mut page = guard.to_vec();
-        make_on_copy(&mut page, zip.page_size, change)
+        make_on_page(&mut page, zip.page_size, change)
             .map_err(|e| BTreeError::corrupt(id, format!("trial change: {e}")))?;
         let mut block = vec![0u8; zip.block.bytes()];
         Ok(zip.compress(&page, &mut block).then_some(block))
     }
 }
 
-/// Makes `change` to a copy of an index page.
-fn make_on_copy(
+/// Makes `change` to an index page (a frame, or a copy for a trial).
+fn make_on_page(
     page: &mut [u8],
     ps: PageSize,
     change: &Change<'_>,

@@ -231,6 +231,16 @@ impl<'a> ExclusiveGuard<'a> {
     /// diff from it covers this change too, and the description must be dropped. Changes
     /// described before the first `DerefMut` followed by that diff reproduce the page.
     pub fn described_change_mut(&mut self) -> &mut [u8] {
+        self.keep_described_from();
+        let t = &mut self.tracker;
+        t.unrecorded_change = true;
+        t.inner.frames.frame(t.frame).desc.mark_zip_stale();
+        &mut self.latch
+    }
+
+    /// Keeps the page as it is now as the start of its described changes, when the pool keeps
+    /// those and no before-image or earlier description start exists.
+    fn keep_described_from(&mut self) {
         let t = &mut self.tracker;
         if t.inner.keep_described_from
             && t.inner.capture_before_images
@@ -240,9 +250,6 @@ impl<'a> ExclusiveGuard<'a> {
         {
             t.described_from = Some(before_images::copy_of(&self.latch));
         }
-        t.unrecorded_change = true;
-        t.inner.frames.frame(t.frame).desc.mark_zip_stale();
-        &mut self.latch
     }
 
     /// The page as it was before the first [described change](Self::described_change_mut)
@@ -397,15 +404,7 @@ impl ExclusiveGuard<'_> {
         change: impl FnOnce(&mut [u8], &mut [u8]) -> (bool, R),
     ) -> Option<R> {
         self.desc().zip_link()?;
-        let t = &mut self.tracker;
-        if t.inner.keep_described_from
-            && t.inner.capture_before_images
-            && !t.created
-            && t.before.is_none()
-            && t.described_from.is_none()
-        {
-            t.described_from = Some(before_images::copy_of(&self.latch));
-        }
+        self.keep_described_from();
         let (frame, block) = self.zip_parts_mut()?;
         let (changed, result) = change(frame, block);
         if changed {

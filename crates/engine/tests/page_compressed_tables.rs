@@ -19,15 +19,6 @@ use barracuda::fs::FaultyFileSystem;
 use barracuda::{Engine, EngineOptions, Error, PageCompression, PageSize, TableOptions};
 use proptest::prelude::*;
 
-/// The committed ~1 MB excerpt of the GCIDE dictionary (see `tests/data/README.md`).
-fn gcide_excerpt() -> Vec<u8> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/data/gcide-excerpt.txt"
-    );
-    std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
 /// Row `i`: a window of 1–4 KB of the text (different for each row).
 fn text_row(text: &[u8], i: u64) -> Vec<u8> {
     let len = 1000 + (i as usize * 769) % 3000;
@@ -48,7 +39,7 @@ const CODECS: [PageCompression; 2] = [PageCompression::Zlib { level: 6 }, PageCo
 /// system (which counts allocated 4 KiB blocks exactly), closes, reopens and reads every row
 /// back; returns the status after the reads.
 fn round_trip(page_size: PageSize, codec: PageCompression, rows: u64) -> barracuda::EngineStatus {
-    let text = gcide_excerpt();
+    let text = common::gcide_excerpt();
     let fs = Arc::new(FaultyFileSystem::new());
     let options = || {
         EngineOptions::default()
@@ -151,7 +142,7 @@ fn text_rows_round_trip_through_compressed_pages_for_every_codec_and_page_size()
 /// data is intact all the same.
 #[test]
 fn holes_are_punched_on_a_real_file_system() {
-    let text = gcide_excerpt();
+    let text = common::gcide_excerpt();
     let tmp = tempfile::tempdir().unwrap();
     let db = Engine::open(tmp.path(), EngineOptions::default()).unwrap();
     let t = db
@@ -241,7 +232,7 @@ fn incompressible_rows_are_stored_plain_and_read_back() {
 /// Loads 300 text rows into a zlib-compressed table on `fs`, checkpoints, closes, reopens and
 /// checks every row; returns the status taken after the checkpoint.
 fn load_and_reread(fs: &Arc<FaultyFileSystem>) -> barracuda::EngineStatus {
-    let text = gcide_excerpt();
+    let text = common::gcide_excerpt();
     let options = || {
         EngineOptions::default()
             .buffer_pool_bytes(64 << 14)
@@ -302,7 +293,7 @@ fn a_file_system_refusing_hole_punching_costs_space_not_data() {
 /// checksum: the read fails with `Error::Page` naming the file and the page.
 #[test]
 fn a_damaged_compressed_page_is_an_error_naming_it() {
-    let text = gcide_excerpt();
+    let text = common::gcide_excerpt();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let page_bytes = PageSize::K16.bytes();
@@ -408,7 +399,7 @@ proptest! {
         ops in prop::collection::vec(op(), 1..250),
         lz4 in any::<bool>(),
     ) {
-        let text = gcide_excerpt();
+        let text = common::gcide_excerpt();
         let fs = Arc::new(FaultyFileSystem::new());
         let options = || {
             EngineOptions::default()

@@ -19,15 +19,6 @@ use barracuda::fs::FaultyFileSystem;
 use barracuda::{Codec, Engine, EngineOptions, Error, PageSize, RowFormat, TableOptions};
 use proptest::prelude::*;
 
-/// The committed ~1 MB excerpt of the GCIDE dictionary (see `tests/data/README.md`).
-fn gcide_excerpt() -> Vec<u8> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/data/gcide-excerpt.txt"
-    );
-    std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
 /// Row `i`: a window of 200–1200 bytes of the text (different for each row).
 fn text_row(text: &[u8], i: u64) -> Vec<u8> {
     let len = 200 + (i as usize * 769) % 1000;
@@ -50,7 +41,7 @@ fn compressed(kbs: u8, algorithm: Codec) -> TableOptions {
 /// reopens with a small pool and reads every row back; returns the status after the reads and
 /// the table's allocated bytes.
 fn round_trip(options_of: TableOptions, rows: u64) -> (barracuda::EngineStatus, u64) {
-    let text = gcide_excerpt();
+    let text = common::gcide_excerpt();
     let fs = Arc::new(FaultyFileSystem::new());
     let options = || {
         EngineOptions::default()
@@ -169,7 +160,7 @@ proptest! {
         lz4 in any::<bool>(),
         kbs in prop_oneof![Just(1u8), Just(2), Just(4)],
     ) {
-        let text = gcide_excerpt();
+        let text = common::gcide_excerpt();
         let fs = Arc::new(FaultyFileSystem::new());
         let options = || {
             EngineOptions::default()
@@ -218,7 +209,7 @@ proptest! {
 /// an error naming the file and the page, and the offline check names the page too.
 #[test]
 fn a_damaged_block_is_an_error_naming_it() {
-    let text = gcide_excerpt();
+    let text = common::gcide_excerpt();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let page_bytes = PageSize::K16.bytes();

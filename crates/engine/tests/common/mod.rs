@@ -16,3 +16,13 @@ pub fn chain(err: &Error) -> String {
     }
     text
 }
+
+/// The committed ~1 MB excerpt of the GCIDE dictionary (see `tests/data/README.md`).
+#[allow(dead_code, reason = "used by the compression tests only")]
+pub fn gcide_excerpt() -> Vec<u8> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/gcide-excerpt.txt"
+    );
+    std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
