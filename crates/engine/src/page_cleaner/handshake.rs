@@ -75,6 +75,9 @@ pub(super) enum Event {
 struct Failure {
     up_to: u64,
     message: String,
+    /// The file and kind of an I/O error, so that every waiter gets it typed (a background
+    /// committer such as purge may be the one that takes `error` itself).
+    io: Option<(std::path::PathBuf, crate::error::IoErrorKind)>,
     /// The error itself, for the first waiter to take; later ones get `message`.
     error: Option<Error>,
 }
@@ -96,12 +99,18 @@ impl State {
     /// The failure of a serving that covered request `seq`, if any.
     fn failure_for(&mut self, seq: u64) -> Option<Error> {
         let failure = self.failure.as_mut().filter(|f| f.up_to >= seq)?;
-        Some(
-            failure
-                .error
-                .take()
-                .unwrap_or_else(|| SyncPointError::CleanerFailed(failure.message.clone()).into()),
-        )
+        if let Some(error) = failure.error.take() {
+            return Some(error);
+        }
+        let source = SyncPointError::CleanerFailed(failure.message.clone());
+        Some(match &failure.io {
+            Some((file, kind)) => Error::Io {
+                file: file.clone(),
+                kind: *kind,
+                source: Box::new(source),
+            },
+            None => source.into(),
+        })
     }
 }
 
@@ -167,9 +176,14 @@ impl Handshake {
     /// Serving the requests up to `seq` failed with `error`: their waiters get it.
     pub(super) fn failed(&self, seq: u64, error: Error) {
         let mut state = self.state.lock();
+        let io = match &error {
+            Error::Io { file, kind, .. } => Some((file.clone(), *kind)),
+            _ => None,
+        };
         state.failure = Some(Failure {
             up_to: seq,
             message: error.to_string(),
+            io,
             error: Some(error),
         });
         state.progress += 1;
@@ -307,6 +321,10 @@ mod tests {
         assert!(
             err.to_string().contains("tables/t.ibd") && err.to_string().contains("sync point"),
             "the next one its message: {err}"
+        );
+        assert!(
+            matches!(err, Error::Io { ref file, .. } if file.ends_with("tables/t.ibd")),
+            "typed as the first one's, whichever committer (purge, say) took that: {err:?}"
         );
         let mut later = None;
         let seen = h.progress();
