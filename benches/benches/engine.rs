@@ -1,5 +1,6 @@
 //! Engine micro-benchmarks (issue 3): point gets warm and with a pool a quarter of the data,
-//! sequential and random inserts in batches of 1000 (no fsync), 100-row range scans.
+//! sequential and random inserts in batches of 1000 (no fsync), 100-row range scans; the
+//! lending reads (`get_with`, `scan`: rows seen in place) beside the copying ones.
 //!
 //! `cargo bench -p barracuda-benches --bench engine`. Sizes: `BARRACUDA_BENCH_ROWS`
 //! (default 1,000,000 rows of 8-byte big-endian keys and 180-byte values, as sysbench's).
@@ -22,6 +23,7 @@
 )]
 
 use std::hint::black_box;
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use barracuda::{Durability, Engine, EngineOptions, Table, TableOptions};
@@ -125,6 +127,33 @@ fn point_get(c: &mut Criterion) {
                 rows += black_box(kv.unwrap()).1.len();
             }
             black_box(rows)
+        });
+    });
+    // The lending reads: the value, and each row of a scan, seen in place (no copy).
+    group.bench_function(format!("point_get_with_warm/{n}_rows"), |b| {
+        b.iter(|| {
+            let k = rng.next() % n;
+            black_box(
+                db.get_with(&t, &k.to_be_bytes(), |v| black_box(v).len())
+                    .unwrap(),
+            )
+        });
+    });
+    group.bench_function(format!("scan_with_100/{n}_rows"), |b| {
+        b.iter(|| {
+            let k = rng.next() % (n - 100);
+            let (mut rows, mut bytes) = (0usize, 0usize);
+            db.scan(&t, k.to_be_bytes().as_slice().., |_, v| {
+                bytes += black_box(v).len();
+                rows += 1;
+                if rows == 100 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+            .unwrap();
+            black_box(bytes)
         });
     });
     group.finish();

@@ -51,6 +51,7 @@ mod split;
 pub mod testing;
 mod tree;
 mod versioned;
+mod visit;
 mod zip;
 
 pub use alloc::PageAllocator;
@@ -62,4 +63,5 @@ pub use mtr::{IndexChange, LogSink, LsnRange, Mtr, MtrSummary, PageChange, Place
 pub use node::{max_key_len, MAX_VALUE_LEN};
 pub use tree::{BTree, TreeContext};
 pub use versioned::{StoredRecord, StoredValue};
+pub use visit::ValueView;
 pub use zip::ZipIndex;

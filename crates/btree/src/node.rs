@@ -162,6 +162,19 @@ impl<B: AsRef<[u8]>> Node<B> {
             .map_err(page_err(self.id))
     }
 
+    /// Starts loading record `i` into the cache (a hint; scans read a few records ahead).
+    pub(crate) fn prefetch(&self, i: usize) {
+        self.page.prefetch_record(i);
+    }
+
+    /// Key, value and transaction fields of record `i`, decoded once (scans).
+    pub(crate) fn row(&self, i: usize) -> Result<(&[u8], Value<'_>, SysFields)> {
+        self.page
+            .record(i)
+            .map(|r| (r.key, Value::from_page(r.value), r.sys))
+            .map_err(page_err(self.id))
+    }
+
     /// The transaction fields of record `i` ([`SysFields::NONE`] for child records).
     pub(crate) fn sys(&self, i: usize) -> Result<SysFields> {
         self.page

@@ -236,6 +236,33 @@ impl Inner {
         }
     }
 
+    /// [`fetch_shared`](Self::fetch_shared) only if it needs no wait: `None` when the page is
+    /// not in the pool, is being read, or its latch is held exclusively. For a thread that
+    /// holds another page's latch and must not wait for this one (a scan stepping to the right
+    /// sibling while writers may latch right to left under their parent).
+    pub(crate) fn try_fetch_shared(
+        &self,
+        id: PageId,
+    ) -> Result<Option<SharedGuard<'_>>, PoolError> {
+        let Some(f) = self.hash.lookup_pin(id, &self.frames) else {
+            return Ok(None);
+        };
+        let frame = &self.frames.frame(f);
+        let pin = Pin::new(&frame.desc);
+        let Some(latch) = frame.latch.try_read() else {
+            return Ok(None);
+        };
+        if frame.desc.state() != State::Valid || frame.desc.page_id() != id {
+            return Ok(None);
+        }
+        if frame.desc.poisoned.load(Relaxed) {
+            return Err(PoolError::PoisonedPage { page: id });
+        }
+        inc(&self.counters.page_requests);
+        self.after_hit(f, id);
+        Ok(Some(SharedGuard::new(latch, pin, id)))
+    }
+
     /// As [`fetch_shared`](Self::fetch_shared) with an exclusive latch.
     pub(crate) fn fetch_exclusive(&self, id: PageId) -> Result<ExclusiveGuard<'_>, PoolError> {
         inc(&self.counters.page_requests);

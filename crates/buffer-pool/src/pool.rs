@@ -81,6 +81,13 @@ impl BufferPool {
         self.inner.fetch_shared(id)
     }
 
+    /// [`get_shared`](Self::get_shared) only if it can be served at once: `Ok(None)` when the
+    /// page is not in the pool (nothing is read), is being read, or is latched exclusively.
+    /// For a thread holding another latch that must never wait for this one.
+    pub fn try_get_shared(&self, id: PageId) -> Result<Option<SharedGuard<'_>>, PoolError> {
+        self.inner.try_fetch_shared(id)
+    }
+
     /// Pins page `id` and latches it exclusively, reading it from the store on a miss.
     pub fn get_exclusive(&self, id: PageId) -> Result<ExclusiveGuard<'_>, PoolError> {
         self.inner.fetch_exclusive(id)

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::ops::RangeBounds;
+use std::ops::{ControlFlow, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -503,12 +503,51 @@ impl Engine {
 
     /// The value stored under `key`, if any.
     pub fn get(&self, table: &Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_with(table, key, <[u8]>::to_vec)
+    }
+
+    /// Calls `f` with the value stored under `key`, if any, without copying it: `f` sees the
+    /// value in place while its page is latched shared (an off-page value, or a version rebuilt
+    /// from the undo log, is built first and lent from a buffer). Returns what `f` returns.
+    ///
+    /// `f` must not call the engine (it would fail with [`Error::CalledFromReadClosure`]: the
+    /// call could wait for the latch `f`'s thread holds), nor wait for a thread that writes.
+    /// [`get`](Self::get) is this with `f` copying the value.
+    pub fn get_with<R>(
+        &self,
+        table: &Table,
+        key: &[u8],
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
         let tree = table.tree_of(self)?;
         self.inner
             .counters
             .rows_read
             .fetch_add(1, Ordering::Relaxed);
-        self.inner.mvcc.read_latest(table.name(), tree, key)
+        self.inner.mvcc.read_latest_with(table.name(), tree, key, f)
+    }
+
+    /// Calls `f` with each row of `table` whose key falls in `range`, ascending, as committed
+    /// when the call starts (a read view, as [`range`](Self::range)), until `f` returns
+    /// [`ControlFlow::Break`]. Rows are lent in place, as [`get_with`](Self::get_with) lends
+    /// a value, under the same rule: `f` must not call the engine. The scan steps from leaf to
+    /// leaf without descending again from the root, and copies nothing per row: the fast way
+    /// to read many rows. [`range`](Self::range) is the iterator that owns its rows.
+    pub fn scan<'r, R: RangeBounds<&'r [u8]>>(
+        &self,
+        table: &Table,
+        range: R,
+        mut f: impl FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+    ) -> Result<()> {
+        let tree = table.tree_of(self)?;
+        let view = self.inner.mvcc.trx.read_view(0);
+        self.inner.mvcc.scan_in_view(
+            table.name(),
+            tree,
+            &view,
+            crate::visit::bounds(&range),
+            &mut f,
+        )
     }
 
     /// Iterates over the rows of `table` whose keys fall in `range` (any bounds over byte

@@ -158,6 +158,14 @@ pub enum Error {
     /// An option value out of its range.
     #[error("invalid option: {0}")]
     InvalidOption(String),
+    /// The engine was called from inside the closure of a lending read
+    /// ([`Engine::get_with`](crate::Engine::get_with), [`Engine::scan`](crate::Engine::scan),
+    /// …), which runs while a page is latched: the call could wait for that latch forever.
+    /// Copy what the closure needs and call the engine once it has returned.
+    #[error(
+        "the engine was called from inside a get_with/scan closure, which runs under a page latch"
+    )]
+    CalledFromReadClosure,
     /// A table handle used after its table was dropped (or from another engine).
     #[error("table {0:?} was dropped or belongs to another engine")]
     StaleTable(String),

@@ -56,6 +56,7 @@ mod tablespace;
 mod torn_writes;
 mod txn;
 mod unit;
+mod visit;
 
 pub use barracuda_btree::TreeStats;
 pub use barracuda_buffer_pool::{FreePagePolicy, PoolStats};

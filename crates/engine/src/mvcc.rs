@@ -221,32 +221,6 @@ impl Mvcc {
         })
     }
 
-    /// The newest committed value of `key`: what a view opened now sees.
-    pub(crate) fn read_latest(
-        &self,
-        table: &str,
-        tree: &BTree,
-        key: &[u8],
-    ) -> Result<Option<Vec<u8>>> {
-        let table_err = |e| Error::table(table, e);
-        let Some(current) = tree.get_stored(key).map_err(table_err)? else {
-            return Ok(None);
-        };
-        // A row last changed by a transaction that has ended is what any new view sees: no
-        // view is needed (the common case, and the cheap one).
-        if current.sys.trx_id < self.trx.committed_below() {
-            if current.sys.deleted {
-                return Ok(None);
-            }
-            return tree
-                .read_stored(&current.value)
-                .map(Some)
-                .map_err(table_err);
-        }
-        let view = self.trx.read_view(0);
-        self.resolve(table, tree, &view, key, current)
-    }
-
     /// The value of `key` that `view` sees.
     pub(crate) fn read_in(
         &self,

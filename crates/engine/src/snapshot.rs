@@ -1,6 +1,6 @@
 //! Read-only snapshots: a read view held for a series of reads.
 
-use std::ops::RangeBounds;
+use std::ops::{ControlFlow, RangeBounds};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -47,6 +47,24 @@ impl<'e> Snapshot<'e> {
             self.view.clone(),
             self.engine.inner.mvcc.clone(),
         ))
+    }
+    /// Calls `f` with each row of `table` in `range` as of the snapshot, ascending, until it
+    /// returns [`ControlFlow::Break`]; rows are lent in place, as
+    /// [`Engine::scan`](crate::Engine::scan) lends them (`f` must not call the engine).
+    pub fn scan<'r, R: RangeBounds<&'r [u8]>>(
+        &self,
+        table: &Table,
+        range: R,
+        mut f: impl FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+    ) -> Result<()> {
+        let tree = table.tree_of(self.engine)?;
+        self.engine.inner.mvcc.scan_in_view(
+            table.name(),
+            tree,
+            &self.view,
+            crate::visit::bounds(&range),
+            &mut f,
+        )
     }
 }
 

@@ -71,6 +71,7 @@ impl Table {
 
     /// The tree, after checking the handle belongs to `engine` and the table still exists.
     pub(crate) fn tree_of(&self, engine: &Engine) -> Result<&BTree> {
+        crate::visit::check_not_in_read_closure()?;
         // Two loads, no lock: this runs on every read. `dropped` is set under the catalog lock
         // before the table's pages are discarded.
         if self.inner.engine_serial != engine.inner.serial

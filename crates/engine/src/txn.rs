@@ -1,6 +1,6 @@
 //! Transactions: row locks, writes in place with undo, read views, commit and rollback.
 
-use std::ops::RangeBounds;
+use std::ops::{ControlFlow, RangeBounds};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -322,6 +322,27 @@ impl<'e> Transaction<'e> {
             self.view_for_read(),
             self.engine.inner.mvcc.clone(),
         ))
+    }
+
+    /// Calls `f` with each row of `table` in `range` as the transaction sees it (its own
+    /// writes included, as [`range`](Self::range)), ascending, until it returns
+    /// [`ControlFlow::Break`]; rows are lent in place, as
+    /// [`Engine::scan`](crate::Engine::scan) lends them (`f` must not call the engine).
+    pub fn scan<'r, R: RangeBounds<&'r [u8]>>(
+        &self,
+        table: &Table,
+        range: R,
+        mut f: impl FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+    ) -> Result<()> {
+        self.check_alive()?;
+        let tree = table.tree_of(self.engine)?;
+        self.engine.inner.mvcc.scan_in_view(
+            table.name(),
+            tree,
+            &self.view_for_read(),
+            crate::visit::bounds(&range),
+            &mut f,
+        )
     }
 
     /// Number of row writes made (puts and deletes that changed a row).

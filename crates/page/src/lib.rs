@@ -39,6 +39,7 @@ pub mod header;
 mod ids;
 pub mod index;
 pub mod overflow;
+mod prefetch;
 pub mod space;
 pub mod trx_sys;
 pub mod undo;

@@ -317,6 +317,14 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
         usize::from(self.hdr_u16(self.slot_pos(i)))
     }
 
+    /// Asks the CPU to start loading record `i` (a hint for a scan about to read it; nothing
+    /// happens for `i` out of range).
+    pub fn prefetch_record(&self, i: usize) {
+        if i < self.len() {
+            crate::prefetch::prefetch(self.as_bytes(), self.slot(i));
+        }
+    }
+
     /// Contiguous free bytes between the heap and the slot directory.
     pub fn contiguous_free(&self) -> usize {
         self.dir_start().saturating_sub(self.heap_top())
@@ -391,8 +399,17 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
         let (bytes, heap_top) = (self.as_bytes(), self.heap_top());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
+            // The records of both possible next probes start loading while this one's key is
+            // read and compared (each probe is otherwise a cache miss waiting on the last).
+            let (left, right) = (lo + (mid - lo) / 2, mid + 1 + (hi - mid - 1) / 2);
+            if left < mid {
+                crate::prefetch::prefetch(bytes, self.slot(left));
+            }
+            if right < hi {
+                crate::prefetch::prefetch(bytes, self.slot(right));
+            }
             let probe = Record::decode_key(bytes, self.slot(mid), heap_top).unwrap_or(&[]);
-            match probe.cmp(key) {
+            match crate::prefetch::compare_keys(probe, key) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => return Ok(mid),

@@ -1,0 +1,177 @@
+//! One-threaded loops over the read hot paths, for profilers (`perf record`, `valgrind
+//! --tool=callgrind`): loads `ROWS` rows (default 1,000,000; 8-byte big-endian keys, 180-byte
+//! values) in transactions of 1000, then runs each phase named in `PHASES` (default
+//! `get,scan`; also `get_with`, `scan_with`: the lending reads) for `OPS` operations (default 2,000,000 gets / 200,000 scans) and prints the
+//! nanoseconds per operation. `get_quarter` reopens with a pool a quarter of the table.
+//!
+//! `cargo run --release -p barracuda-benches --example hot_paths [ROWS] [PHASES] [OPS]`
+//!
+//! The database directory is `HOT_PATHS_DIR` if set (kept, and loaded only if empty: profile
+//! the reads without the load), else a temporary directory.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a measurement that fails should stop loudly"
+)]
+#![allow(
+    clippy::big_endian_bytes,
+    reason = "big-endian keys sort in numeric order"
+)]
+
+use std::hint::black_box;
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::time::Instant;
+
+use barracuda::{Durability, Engine, EngineOptions, Table, TableOptions};
+
+const BATCH: u64 = 1000;
+const VALUE_LEN: usize = 180;
+
+/// xorshift64*: a fast, reproducible key stream.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+fn open(dir: &Path, pool_bytes: usize) -> Engine {
+    let options = EngineOptions::default()
+        .buffer_pool_bytes(pool_bytes)
+        .durability(Durability::Background);
+    Engine::open(dir, options).unwrap()
+}
+
+fn load(db: &Engine, t: &Table, rows: u64) {
+    let mut value = [b'7'; VALUE_LEN];
+    for batch in 0..rows.div_ceil(BATCH) {
+        let mut tx = db.begin();
+        for k in batch * BATCH..((batch + 1) * BATCH).min(rows) {
+            value[..8].copy_from_slice(&k.wrapping_mul(2_654_435_761).to_le_bytes());
+            tx.put(t, &k.to_be_bytes(), &value).unwrap();
+        }
+        tx.commit().unwrap();
+    }
+}
+
+fn report(phase: &str, ops: u64, started: Instant) {
+    let ns = started.elapsed().as_nanos() as f64 / ops as f64;
+    println!("{phase}: {ops} ops, {ns:.0} ns/op");
+}
+
+fn gets(db: &Engine, t: &Table, rows: u64, ops: u64, phase: &str) {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let started = Instant::now();
+    let mut found = 0u64;
+    for _ in 0..ops {
+        let k = rng.next() % rows;
+        found += u64::from(db.get(t, &k.to_be_bytes()).unwrap().is_some());
+    }
+    report(phase, ops, started);
+    assert_eq!(found, ops, "every key read was loaded");
+}
+
+fn gets_with(db: &Engine, t: &Table, rows: u64, ops: u64) {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let started = Instant::now();
+    let mut bytes = 0usize;
+    for _ in 0..ops {
+        let k = rng.next() % rows;
+        bytes += db
+            .get_with(t, &k.to_be_bytes(), |v| black_box(v).len())
+            .unwrap()
+            .unwrap_or(0);
+    }
+    report("get_with", ops, started);
+    assert_eq!(
+        bytes as u64,
+        ops * VALUE_LEN as u64,
+        "every key read was loaded"
+    );
+}
+
+fn scans_with(db: &Engine, t: &Table, rows: u64, ops: u64) {
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let started = Instant::now();
+    let mut bytes = 0usize;
+    for _ in 0..ops {
+        let start = (rng.next() % (rows - 100)).to_be_bytes();
+        let mut n = 0;
+        db.scan(t, start.as_slice().., |_, v| {
+            bytes += black_box(v).len();
+            n += 1;
+            if n == 100 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+    }
+    report("scan_with_100", ops, started);
+    assert_eq!(bytes as u64, ops * 100 * VALUE_LEN as u64);
+}
+
+fn scans(db: &Engine, t: &Table, rows: u64, ops: u64) {
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let started = Instant::now();
+    let mut bytes = 0usize;
+    for _ in 0..ops {
+        let start = (rng.next() % (rows - 100)).to_be_bytes();
+        for row in db.range(t, start.as_slice()..).unwrap().take(100) {
+            bytes += black_box(row.unwrap()).1.len();
+        }
+    }
+    report("scan_100", ops, started);
+    assert_eq!(bytes as u64, ops * 100 * VALUE_LEN as u64);
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let rows: u64 = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
+    let phases = args.next().unwrap_or_else(|| "get,scan".to_owned());
+    let ops: Option<u64> = args.next().and_then(|a| a.parse().ok());
+    let temp = tempfile::tempdir().unwrap();
+    let dir = std::env::var_os("HOT_PATHS_DIR").map_or_else(|| temp.path().to_owned(), Into::into);
+    std::fs::create_dir_all(&dir).unwrap();
+    let data_bytes = rows * (8 + VALUE_LEN as u64);
+    let db = open(&dir, (data_bytes * 3) as usize);
+    let t = if db.list_tables().iter().any(|n| n == "t") {
+        db.table("t").unwrap()
+    } else {
+        let t = db.create_table("t", TableOptions::default()).unwrap();
+        let started = Instant::now();
+        load(&db, &t, rows);
+        report("seq_load (rows)", rows, started);
+        db.checkpoint().unwrap();
+        t
+    };
+    // Warm the pool.
+    gets(&db, &t, rows, rows, "warm-up get");
+    for phase in phases.split(',') {
+        match phase {
+            "get" => gets(&db, &t, rows, ops.unwrap_or(2_000_000), "get_warm"),
+            "scan" => scans(&db, &t, rows, ops.unwrap_or(200_000)),
+            "get_with" => gets_with(&db, &t, rows, ops.unwrap_or(2_000_000)),
+            "scan_with" => scans_with(&db, &t, rows, ops.unwrap_or(200_000)),
+            "get_quarter" => {}
+            other => panic!("unknown phase {other}"),
+        }
+    }
+    db.close().unwrap();
+    if phases.split(',').any(|p| p == "get_quarter") {
+        let file = std::fs::metadata(dir.join("tables/t.ibd")).unwrap().len();
+        let db = open(&dir, (file / 4) as usize);
+        let t = db.table("t").unwrap();
+        gets(&db, &t, rows, rows / 2, "warm-up get (quarter pool)");
+        gets(&db, &t, rows, ops.unwrap_or(2_000_000), "get_quarter");
+        db.close().unwrap();
+    }
+}
