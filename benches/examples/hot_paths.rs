@@ -6,6 +6,9 @@
 //!
 //! `cargo run --release -p barracuda-benches --example hot_paths [ROWS] [PHASES] [OPS]`
 //!
+//! `HOT_PATHS_POLICY=legacy|backoff|eager` picks the free-page policy (default eager);
+//! `HOT_PATHS_POOL_STATUS=1` prints the pool's status after `get_quarter`.
+//!
 //! The database directory is `HOT_PATHS_DIR` if set (kept, and loaded only if empty: profile
 //! the reads without the load), else a temporary directory.
 
@@ -23,7 +26,7 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::Instant;
 
-use barracuda::{Durability, Engine, EngineOptions, Table, TableOptions};
+use barracuda::{Durability, Engine, EngineOptions, FreePagePolicy, Table, TableOptions};
 
 const BATCH: u64 = 1000;
 const VALUE_LEN: usize = 180;
@@ -40,8 +43,14 @@ impl Rng {
 }
 
 fn open(dir: &Path, pool_bytes: usize) -> Engine {
+    let policy = match std::env::var("HOT_PATHS_POLICY").as_deref() {
+        Ok("legacy") => FreePagePolicy::Legacy,
+        Ok("backoff") => FreePagePolicy::Backoff,
+        _ => FreePagePolicy::Eager,
+    };
     let options = EngineOptions::default()
         .buffer_pool_bytes(pool_bytes)
+        .free_page_policy(policy)
         .durability(Durability::Background);
     Engine::open(dir, options).unwrap()
 }
@@ -195,6 +204,9 @@ fn main() {
         let t = db.table("t").unwrap();
         gets(&db, &t, rows, rows / 2, "warm-up get (quarter pool)");
         gets_timed(&db, &t, rows, ops.unwrap_or(2_000_000));
+        if std::env::var_os("HOT_PATHS_POOL_STATUS").is_some() {
+            println!("{}", db.status().pool);
+        }
         db.close().unwrap();
     }
 }

@@ -166,9 +166,14 @@ fn bounds_of_every_kind() {
             (a, b) => seen.extend(a.into_iter().chain(b).map(|kv| kv.unwrap().0)),
         }
     }
+    let yielded = seen.len();
     seen.sort();
     seen.dedup();
-    assert_eq!(seen.len(), 3000);
+    assert_eq!(
+        (yielded, seen.len()),
+        (3000, 3000),
+        "every key once, none twice"
+    );
 }
 
 #[test]

@@ -61,6 +61,7 @@ impl PageHash {
     pub(crate) fn lookup_pin(&self, id: PageId, frames: &Frames) -> Option<u32> {
         let shard = self.shard(id).read();
         let f = *shard.get(&id)?;
+        frames.prefetch_page(f);
         frames.frame(f).desc.pin();
         Some(f)
     }
