@@ -1,7 +1,8 @@
 //! One-threaded loops over the read hot paths, for profilers (`perf record`, `valgrind
 //! --tool=callgrind`): loads `ROWS` rows (default 1,000,000; 8-byte big-endian keys, 180-byte
 //! values) in transactions of 1000, then runs each phase named in `PHASES` (default
-//! `get,scan`; also `get_with`, `scan_with`: the lending reads) for `OPS` operations (default 2,000,000 gets / 200,000 scans) and prints the
+//! `get,scan`; also `get_with`, `scan_with`: the lending reads; `view`: a
+//! snapshot taken and dropped) for `OPS` operations (default 2,000,000 gets / 200,000 scans) and prints the
 //! nanoseconds per operation. `get_quarter` reopens with a pool a quarter of the table.
 //!
 //! `cargo run --release -p barracuda-benches --example hot_paths [ROWS] [PHASES] [OPS]`
@@ -192,6 +193,16 @@ fn main() {
             "get" => gets(&db, &t, rows, ops.unwrap_or(2_000_000), "get_warm"),
             "scan" => scans(&db, &t, rows, ops.unwrap_or(200_000)),
             "get_with" => gets_with(&db, &t, rows, ops.unwrap_or(2_000_000)),
+            "view" => {
+                // What a consistent read's view costs by itself (every `range` and `scan`
+                // takes one).
+                let n = ops.unwrap_or(2_000_000);
+                let started = Instant::now();
+                for _ in 0..n {
+                    black_box(db.snapshot());
+                }
+                report("read_view", n, started);
+            }
             "scan_with" => scans_with(&db, &t, rows, ops.unwrap_or(200_000)),
             "get_quarter" => {}
             other => panic!("unknown phase {other}"),
