@@ -33,18 +33,9 @@ pub enum StoredValue {
 }
 
 impl StoredValue {
+    /// The owned form of a leaf's value (a child pointer in a leaf is corruption).
     pub(crate) fn of(leaf: PageId, value: Value<'_>) -> Result<Self> {
-        match value {
-            Value::Inline(bytes) => Ok(Self::Inline(bytes.to_vec())),
-            Value::Overflow {
-                total_len,
-                first_page,
-            } => Ok(Self::Overflow {
-                total_len,
-                first_page,
-            }),
-            Value::Child(_) => Err(BTreeError::corrupt(leaf, "child pointer in a leaf")),
-        }
+        crate::visit::view_of(leaf, value).map(crate::visit::ValueView::to_stored)
     }
 
     pub(crate) fn as_value(&self) -> Value<'_> {

@@ -54,7 +54,8 @@ impl ValueView<'_> {
     }
 }
 
-fn view_of(leaf: PageId, value: Value<'_>) -> Result<ValueView<'_>> {
+/// A leaf's value as lent (a child pointer in a leaf is corruption).
+pub(crate) fn view_of(leaf: PageId, value: Value<'_>) -> Result<ValueView<'_>> {
     match value {
         Value::Inline(bytes) => Ok(ValueView::Inline(bytes)),
         Value::Overflow {
