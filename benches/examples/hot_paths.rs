@@ -2,13 +2,14 @@
 //! --tool=callgrind`): loads `ROWS` rows (default 1,000,000; 8-byte big-endian keys, 180-byte
 //! values) in transactions of 1000, then runs each phase named in `PHASES` (default
 //! `get,scan`; also `get_with`, `scan_with`: the lending reads; `view`: a
-//! snapshot taken and dropped) for `OPS` operations (default 2,000,000 gets / 200,000 scans) and prints the
+//! snapshot taken and dropped; `load` alone: only the load) for `OPS` operations (default 2,000,000 gets / 200,000 scans) and prints the
 //! nanoseconds per operation. `get_quarter` reopens with a pool a quarter of the table.
 //!
 //! `cargo run --release -p barracuda-benches --example hot_paths [ROWS] [PHASES] [OPS]`
 //!
 //! `HOT_PATHS_POLICY=legacy|backoff|eager` picks the free-page policy (default eager);
-//! `HOT_PATHS_POOL_STATUS=1` prints the pool's status after `get_quarter`.
+//! `HOT_PATHS_POOL_STATUS=1` prints the pool's status after `get_quarter`; `HOT_PATHS_PAGE=4|8|
+//! 16|32|64` the page size in KiB (default 16).
 //!
 //! The database directory is `HOT_PATHS_DIR` if set (kept, and loaded only if empty: profile
 //! the reads without the load), else a temporary directory.
@@ -27,7 +28,7 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::Instant;
 
-use barracuda::{Durability, Engine, EngineOptions, FreePagePolicy, Table, TableOptions};
+use barracuda::{Durability, Engine, EngineOptions, FreePagePolicy, PageSize, Table, TableOptions};
 
 const BATCH: u64 = 1000;
 const VALUE_LEN: usize = 180;
@@ -49,7 +50,15 @@ fn open(dir: &Path, pool_bytes: usize) -> Engine {
         Ok("backoff") => FreePagePolicy::Backoff,
         _ => FreePagePolicy::Eager,
     };
+    let page = match std::env::var("HOT_PATHS_PAGE").as_deref() {
+        Ok("4") => PageSize::K4,
+        Ok("8") => PageSize::K8,
+        Ok("32") => PageSize::K32,
+        Ok("64") => PageSize::K64,
+        _ => PageSize::K16,
+    };
     let options = EngineOptions::default()
+        .page_size(page)
         .buffer_pool_bytes(pool_bytes)
         .free_page_policy(policy)
         .durability(Durability::Background);
@@ -89,6 +98,7 @@ fn gets(db: &Engine, t: &Table, rows: u64, ops: u64, phase: &str) {
 fn gets_timed(db: &Engine, t: &Table, rows: u64, ops: u64) {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).unwrap();
+    let switches_before = context_switches();
     let started = Instant::now();
     for _ in 0..ops {
         let k = rng.next() % rows;
@@ -106,6 +116,28 @@ fn gets_timed(db: &Engine, t: &Table, rows: u64, ops: u64) {
         hist.value_at_quantile(0.9999),
         hist.max()
     );
+    let (voluntary, involuntary) = context_switches();
+    println!(
+        "  this thread's context switches: {} voluntary (it blocked), {} involuntary (preempted)",
+        voluntary - switches_before.0,
+        involuntary - switches_before.1
+    );
+}
+
+/// This thread's voluntary and involuntary context switches so far (Linux; zeros elsewhere).
+fn context_switches() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (
+        field("voluntary_ctxt_switches:"),
+        field("nonvoluntary_ctxt_switches:"),
+    )
 }
 
 fn gets_with(db: &Engine, t: &Table, rows: u64, ops: u64) {
@@ -186,6 +218,11 @@ fn main() {
         db.checkpoint().unwrap();
         t
     };
+    if phases == "load" {
+        // Only the load (profile it without the reads).
+        db.close().unwrap();
+        return;
+    }
     // Warm the pool.
     gets(&db, &t, rows, rows, "warm-up get");
     for phase in phases.split(',') {

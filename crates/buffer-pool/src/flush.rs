@@ -285,19 +285,19 @@ impl Inner {
         // Compressed-only pages first when frames are not to be dropped for them (they are
         // the oldest pages held).
         while self.zip_only_len.load(SeqCst) > 0 && taken < max_pages {
-            let mut lists = self.lists.lock();
-            if lists.free.len() >= target_free || self.evict_frame_only(lists.lru.len()) {
+            let lists = self.lock_lists();
+            if self.free_len.load(SeqCst) >= target_free || self.evict_frame_only(lists.lru.len()) {
                 break;
             }
             let Some(f) = self.free_zip_only_for_frame() else {
                 break;
             };
-            lists.free.push(f, &self.free_len);
+            self.push_free(f);
             taken += 1;
             freed += 1;
         }
         loop {
-            let mut lists = self.lists.lock();
+            let mut lists = self.lock_lists();
             let len = lists.lru.len();
             let mut cur = match resume {
                 Some(f) if lists.lru.contains(f) => f,
@@ -308,14 +308,14 @@ impl Inner {
                 && in_chunk < LRU_BATCH_CHUNK
                 && taken < max_pages
                 && scanned < len
-                && lists.free.len() + claimed.len() < target_free
+                && self.free_len.load(SeqCst) + claimed.len() < target_free
                 && lists.lru.len() > lists.lru.min_len()
             {
                 scanned += 1;
                 in_chunk += 1;
                 let prev = lists.lru.prev(cur);
                 if self.try_evict_locked(&mut lists, cur, Evictor::Manager) {
-                    lists.free.push(cur, &self.free_len);
+                    self.push_free(cur);
                     taken += 1;
                     freed += 1;
                 } else if can_write
@@ -342,13 +342,13 @@ impl Inner {
                 .collect();
             written = self.write_claimed(claimed, FlushKind::Lru, false)?;
             if written > 0 {
-                let mut lists = self.lists.lock();
+                let mut lists = self.lock_lists();
                 for (f, id) in ids {
                     if lists.lru.contains(f)
                         && self.frames.frame(f).desc.page_id() == id
                         && self.try_evict_locked(&mut lists, f, Evictor::Manager)
                     {
-                        lists.free.push(f, &self.free_len);
+                        self.push_free(f);
                     }
                 }
             }
@@ -365,7 +365,7 @@ impl Inner {
     pub(crate) fn single_page_flush(&self) -> Result<Option<u32>, PoolError> {
         let mut claimed = Claimed::new(self);
         {
-            let mut lists = self.lists.lock();
+            let mut lists = self.lock_lists();
             inc(&self.counters.lru_scans);
             let mut cur = lists.lru.tail();
             let mut scanned = 0u64;
@@ -392,7 +392,7 @@ impl Inner {
             inc(&self.counters.single_page_flush_failures);
             return Ok(None);
         }
-        let mut lists = self.lists.lock();
+        let mut lists = self.lock_lists();
         if lists.lru.contains(f)
             && self.frames.frame(f).desc.page_id() == id
             && self.try_evict_locked(&mut lists, f, Evictor::User)

@@ -10,7 +10,7 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-/// The free list. Mutated under the pool's LRU mutex.
+/// The free list. Mutated under its own mutex (`Inner::free`).
 pub(crate) struct FreeList {
     /// Frames that held a page and were freed.
     freed: Vec<u32>,

@@ -2,7 +2,8 @@
 //! access bookkeeping (make young), eviction and discarding (misses: `miss.rs`).
 //!
 //! Lock order (never acquired the other way round):
-//! `lists` (LRU + free list) → page-hash shard → `flush_list`.
+//! `lists` (the LRU) → page-hash shard → `flush_list`; the free list's mutex is a leaf (nothing
+//! is taken under it), so it may be taken under any of them.
 //! A page latch is only taken while holding a pin; a thread holding a pool mutex never *waits*
 //! for a page latch (it uses `try_*`), so latch holders can always make progress.
 
@@ -29,13 +30,24 @@ use crate::read_ahead::ReadAheadQueue;
 use crate::stats::{inc, Counters, WaitHistogram};
 use crate::{FreePagePolicy, PageStore, PoolConfig, PoolError};
 
-/// The LRU list and the free list, under one mutex (InnoDB 5.6: `buf_pool->mutex`; Percona
-/// splits it into `LRU_list_mutex` and `free_list_mutex`).
+/// The LRU list under its mutex (InnoDB 5.6: `buf_pool->mutex`, which also guards the free
+/// list; Percona splits it into `LRU_list_mutex` and `free_list_mutex`, and so do we: a miss
+/// takes a free frame without waiting behind an LRU batch that holds this mutex).
 pub(crate) struct Lists {
     pub(crate) lru: Lru,
-    pub(crate) free: FreeList,
     /// Evictions so far (InnoDB: `buf_pool->freed_page_clock`).
     pub(crate) freed_page_clock: u64,
+}
+
+/// What an access does to a page's place in the LRU.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Due {
+    /// Move it to the head.
+    Young,
+    /// An old page accessed within `old_blocks_time`: it stays old (counted).
+    KeptOld,
+    /// Near enough the head, or nothing evicted yet: leave it.
+    Stay,
 }
 
 /// Who evicts a page (for the counters).
@@ -53,6 +65,10 @@ pub(crate) struct Inner {
     pub(crate) frames: Frames,
     pub(crate) hash: PageHash,
     pub(crate) lists: Mutex<Lists>,
+    /// The free list (Percona: `free_list_mutex`); a leaf lock held only to push or pop.
+    free: Mutex<FreeList>,
+    /// LRU changes that found `lists` busy, for its next holder to apply (`lru_ops.rs`).
+    pub(crate) lru_deferred: crate::lru_ops::Deferred,
     /// The LRU's old flags, readable without `lists`.
     pub(crate) old_flags: Arc<OldFlags>,
     /// Mirror of the free list length.
@@ -133,9 +149,10 @@ impl Inner {
             hash: PageHash::new(config.page_hash_shards, capacity),
             lists: Mutex::new(Lists {
                 lru,
-                free: FreeList::full(capacity),
                 freed_page_clock: 0,
             }),
+            free: Mutex::new(FreeList::full(capacity)),
+            lru_deferred: crate::lru_ops::Deferred::default(),
             old_flags,
             free_len: AtomicUsize::new(capacity),
             freed_page_clock: AtomicU64::new(0),
@@ -197,7 +214,7 @@ impl Inner {
 
     pub(crate) fn set_old_blocks_pct(&self, pct: u32) {
         let ratio = old_ratio_of_pct(pct);
-        let mut lists = self.lists.lock();
+        let mut lists = self.lock_lists();
         self.old_ratio.store(ratio, Relaxed);
         lists.lru.set_old_ratio(ratio);
     }
@@ -350,26 +367,13 @@ impl Inner {
         }
     }
 
-    /// Adds `f` to the LRU: at the head if `young`, else at the old-sublist head.
-    pub(crate) fn lru_add(&self, f: u32, young: bool) {
-        let mut lists = self.lists.lock();
-        if lists.lru.add(f, young) {
-            self.frames
-                .frame(f)
-                .desc
-                .freed_page_clock
-                .store(lists.freed_page_clock, Relaxed);
-        }
-    }
-
     /// Puts an unused frame (never inserted anywhere) back on the free list.
     pub(crate) fn return_free(&self, f: u32) {
         let emptied = self.take_zip(f);
         self.frames.frame(f).desc.reset();
-        let mut lists = self.lists.lock();
-        lists.free.push(f, &self.free_len);
+        self.push_free(f);
         if let Some(g) = emptied {
-            lists.free.push(g, &self.free_len);
+            self.push_free(g);
         }
     }
 
@@ -394,28 +398,33 @@ impl Inner {
         if d.read_ahead.load(Relaxed) {
             d.read_ahead.store(false, Relaxed);
         }
-        if self.peek_if_too_old(f, first) {
-            self.make_young(f);
+        match self.due_young(f, first) {
+            Due::Young => self.make_young(f, first),
+            Due::KeptOld => inc(&self.counters.pages_not_made_young),
+            Due::Stay => {}
         }
         first_time
     }
 
     /// InnoDB `buf_page_peek_if_too_old`: should an access to `f` move it to the LRU head?
-    fn peek_if_too_old(&self, f: u32, first_access: u64) -> bool {
+    pub(crate) fn due_young(&self, f: u32, first_access: u64) -> Due {
         let clock = self.freed_page_clock.load(Relaxed);
         if clock == 0 {
             // Nothing was ever evicted: do not reorder (warm-up / in-memory workloads).
-            return false;
+            return Due::Stay;
         }
         let threshold = self.old_blocks_time_ms.load(Relaxed);
         if threshold > 0 && self.old_flags.get(f) {
             if self.now_ms().saturating_sub(first_access) >= threshold {
-                return true;
+                return Due::Young;
             }
-            inc(&self.counters.pages_not_made_young);
-            return false;
+            return Due::KeptOld;
         }
-        !self.peek_if_young(f, clock)
+        if self.peek_if_young(f, clock) {
+            Due::Stay
+        } else {
+            Due::Young
+        }
     }
 
     /// InnoDB `buf_page_peek_if_young`: is `f` still near enough the head that moving it is not
@@ -426,21 +435,6 @@ impl Inner {
         let div = u64::from(OLD_RATIO_DIV);
         let quarter_young = self.capacity as u64 * (div - ratio) / (div * 4);
         clock < self.frames.frame(f).desc.freed_page_clock.load(Relaxed) + quarter_young
-    }
-
-    /// Moves `f` to the LRU head. InnoDB: `buf_page_make_young`.
-    fn make_young(&self, f: u32) {
-        let mut lists = self.lists.lock();
-        if !lists.lru.contains(f) {
-            return;
-        }
-        lists.lru.make_young(f);
-        self.frames
-            .frame(f)
-            .desc
-            .freed_page_clock
-            .store(lists.freed_page_clock, Relaxed);
-        inc(&self.counters.pages_made_young);
     }
 
     // ---- eviction ---------------------------------------------------------------------------
@@ -470,7 +464,7 @@ impl Inner {
                 // page leaves the hash (a reader missing the hash then finds the block).
                 if d.zip_link().is_some_and(|l| !l.stale) && self.evict_frame_only(lists.lru.len())
                 {
-                    self.keep_block_of(lists, f, id);
+                    self.keep_block_of(f, id);
                 }
                 remove_locked(&mut shard, id, f);
                 drop(latch);
@@ -486,7 +480,7 @@ impl Inner {
         };
         // Its block goes with it (the LRU mutex is held: the allocator's comes after it).
         if let Some(g) = self.take_zip(f) {
-            lists.free.push(g, &self.free_len);
+            self.push_free(g);
         }
         lists.lru.remove(f);
         if counted {
@@ -507,7 +501,7 @@ impl Inner {
     /// Scans at most `limit` pages from the LRU tail and evicts the first evictable one, which the
     /// caller gets (it does not go through the free list). InnoDB: `buf_LRU_free_from_common_LRU_list`.
     pub(crate) fn scan_and_evict(&self, limit: usize, by: Evictor) -> Option<u32> {
-        let mut lists = self.lists.lock();
+        let mut lists = self.lock_lists();
         // Compressed-only pages are the oldest held (InnoDB keeps them at the LRU tail): when
         // frames are not to be dropped for them, they go first.
         if self.zip_only_len.load(Relaxed) > 0 && !self.evict_frame_only(lists.lru.len()) {
@@ -538,7 +532,12 @@ impl Inner {
         if self.free_len.load(Relaxed) == 0 {
             return None;
         }
-        self.lists.lock().free.pop(&self.free_len)
+        self.free.lock().pop(&self.free_len)
+    }
+
+    /// Puts frame `f` (`Free`, in no list) on the free list.
+    pub(crate) fn push_free(&self, f: u32) {
+        self.free.lock().push(f, &self.free_len);
     }
 
     /// Whether the LRU holds a page a free-frame wait can turn into a frame: unpinned, not
@@ -549,7 +548,7 @@ impl Inner {
         if self.zip_only_len.load(Relaxed) > 0 {
             return true;
         }
-        let lists = self.lists.lock();
+        let lists = self.lock_lists();
         let mut cur = lists.lru.tail();
         while cur != NIL {
             let d = &self.frames.frame(cur).desc;
@@ -620,10 +619,10 @@ impl Inner {
             self.mark_clean_locked(&mut self.flush_list.lock(), f);
             stale.push(f);
         }
-        let mut lists = self.lists.lock();
+        let mut lists = self.lock_lists();
         for f in stale {
             if lists.lru.contains(f) && self.try_evict_locked(&mut lists, f, Evictor::User) {
-                lists.free.push(f, &self.free_len);
+                self.push_free(f);
             }
         }
     }

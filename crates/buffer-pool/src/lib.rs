@@ -44,6 +44,7 @@ mod free_list;
 mod guard;
 mod inner;
 mod lru;
+mod lru_ops;
 mod manager;
 mod miss;
 mod page_hash;

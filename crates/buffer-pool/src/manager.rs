@@ -205,7 +205,7 @@ pub(crate) fn run(inner: &Arc<Inner>) {
                 }
             }
             FreePagePolicy::Backoff => {
-                let lru_len = inner.lists.lock().lru.len();
+                let lru_len = inner.lock_lists().lru.len();
                 adapt_backoff_sleep(
                     &mut backoff_sleep_ms,
                     inner.free_len.load(Relaxed),

@@ -219,13 +219,15 @@ impl BufferPool {
     /// A snapshot of the pool's state and counters.
     pub fn stats(&self) -> PoolStats {
         let inner = &self.inner;
+        // The LRU first: taking its mutex applies the changes deferred while it was busy, and
+        // the counters read next include what they did.
+        let (lru_len, old_lru_len) = {
+            let lists = inner.lock_lists();
+            (lists.lru.len(), lists.lru.old_len())
+        };
         let mut stats = PoolStats::from_counters(&inner.counters, &inner.wait_hist);
-        {
-            let lists = inner.lists.lock();
-            stats.free_pages = lists.free.len();
-            stats.lru_len = lists.lru.len();
-            stats.old_lru_len = lists.lru.old_len();
-        }
+        stats.free_pages = inner.free_len.load(std::sync::atomic::Ordering::SeqCst);
+        (stats.lru_len, stats.old_lru_len) = (lru_len, old_lru_len);
         stats.dirty_pages = inner.flush_list.lock().len();
         stats.page_size = inner.page_size;
         stats.capacity_pages = inner.capacity;

@@ -27,6 +27,7 @@ pub(crate) struct Counters {
     pub(crate) lru_pages_scanned: AtomicU64,
     pub(crate) pages_made_young: AtomicU64,
     pub(crate) pages_not_made_young: AtomicU64,
+    pub(crate) lru_ops_deferred: AtomicU64,
     pub(crate) evicted_by_user: AtomicU64,
     pub(crate) evicted_by_manager: AtomicU64,
     pub(crate) read_ahead_linear: AtomicU64,
@@ -172,6 +173,9 @@ pub struct PoolStats {
     /// Accesses to old pages that did not make them young (InnoDB:
     /// `Innodb_buffer_pool_pages_made_not_young`).
     pub pages_not_made_young: u64,
+    /// LRU changes (a page read in joining it, a page made young) that found the LRU mutex
+    /// busy and were left for its next holder to apply rather than waited for.
+    pub lru_ops_deferred: u64,
     /// Pages evicted by user threads (Legacy, Eager).
     pub evicted_by_user: u64,
     /// Pages evicted by the LRU manager.
@@ -252,6 +256,7 @@ impl PoolStats {
             lru_pages_scanned: get(&c.lru_pages_scanned),
             pages_made_young: get(&c.pages_made_young),
             pages_not_made_young: get(&c.pages_not_made_young),
+            lru_ops_deferred: get(&c.lru_ops_deferred),
             evicted_by_user: get(&c.evicted_by_user),
             evicted_by_manager: get(&c.evicted_by_manager),
             read_ahead_linear: get(&c.read_ahead_linear),
@@ -293,8 +298,8 @@ impl fmt::Display for PoolStats {
         )?;
         writeln!(
             f,
-            "Pages made young {}, not young {}",
-            self.pages_made_young, self.pages_not_made_young
+            "Pages made young {}, not young {}; LRU changes deferred while it was busy {}",
+            self.pages_made_young, self.pages_not_made_young, self.lru_ops_deferred
         )?;
         writeln!(
             f,

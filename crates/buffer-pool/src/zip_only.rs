@@ -26,7 +26,7 @@ use barracuda_page::{PageId, SpaceId};
 use parking_lot::Mutex;
 
 use crate::buddy::ZipSlot;
-use crate::inner::{Inner, Lists};
+use crate::inner::Inner;
 use crate::stats::inc;
 
 /// The compressed-only pages, oldest first.
@@ -190,7 +190,7 @@ impl Inner {
     /// Keeps the block of page `id` (frame `f`, being evicted, its block in step) as a
     /// compressed-only page. Called under `lists` and the page's hash shard, before the page
     /// leaves the hash: a reader that misses the hash finds the block here.
-    pub(crate) fn keep_block_of(&self, lists: &mut Lists, f: u32, id: PageId) -> bool {
+    pub(crate) fn keep_block_of(&self, f: u32, id: PageId) -> bool {
         let d = &self.frames.frame(f).desc;
         let Some(link) = d.zip_link() else {
             return false;
@@ -209,7 +209,7 @@ impl Inner {
         if let Some(old) = replaced {
             tracing::error!(page = %id, "a page was compressed-only twice");
             if let Some(g) = self.zip_release(old) {
-                lists.free.push(g, &self.free_len);
+                self.push_free(g);
             }
         }
         true

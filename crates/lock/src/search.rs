@@ -83,20 +83,22 @@ pub(crate) fn search(
 
 /// The victim of the cycle `chain[0] → chain[1] → … → chain[0]`: the lightest transaction,
 /// the youngest (largest id) among equally light ones. Every search that finds this cycle
-/// picks the same one.
+/// picks the same one, and describes the cycle the same way: starting from the victim (two
+/// waiters may both search, and which one finds the cycle first is a race).
 fn cycle_verdict(chain: &[Arc<TrxShared>]) -> Verdict {
-    let mut victim = &chain[0];
+    let mut at = 0;
     let rank = |t: &TrxShared| (t.weight.load(Ordering::Relaxed), u64::MAX - t.id);
-    for trx in chain {
-        if rank(trx) < rank(victim) {
-            victim = trx;
+    for (i, trx) in chain.iter().enumerate() {
+        if rank(trx) < rank(&chain[at]) {
+            at = i;
         }
     }
+    let victim = &chain[at];
     let mut why = String::from("cycle ");
-    for trx in chain {
+    for trx in chain[at..].iter().chain(&chain[..at]) {
         let _ = write!(why, "{} → ", trx.id);
     }
-    let _ = write!(why, "{}; victim {}", chain[0].id, victim.id);
+    let _ = write!(why, "{}; victim {}", victim.id, victim.id);
     Verdict {
         victim: victim.clone(),
         why,

@@ -113,7 +113,7 @@ impl Inner {
         if self.store.write_barrier() == Lsn::MAX || self.free_len.load(Relaxed) > 0 {
             return false;
         }
-        let lists = self.lists.lock();
+        let lists = self.lock_lists();
         let mut cur = lists.lru.tail();
         let mut held = 0usize;
         while cur != NIL {
