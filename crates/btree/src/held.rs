@@ -25,7 +25,13 @@ pub(crate) struct Held<'a> {
 }
 
 impl<'a> Held<'a> {
+    /// Starts a structure change's plan. Its caller holds the latches of the pages the change
+    /// starts from (the leaf and its latched ancestors) and has neither latched the siblings
+    /// nor changed anything yet: the structure epoch is bumped now, so that whoever latches any
+    /// page this change will touch after it does sees a new epoch, and a last-insert position
+    /// found before it is void (`append.rs`).
     pub(crate) fn new(tree: &'a BTree) -> Self {
+        tree.note_structure_change();
         Self {
             tree,
             latched: Vec::new(),

@@ -145,8 +145,20 @@ impl BTree {
         Ok(Optimistic::Done(fit.previous))
     }
 
-    /// Descends with shared latches, coupled, and latches the leaf exclusively.
+    /// The leaf for `key`, latched exclusively: the rightmost leaf straight away when the
+    /// last-insert position says `key` belongs to it (`append.rs`), else by a descent.
     pub(crate) fn descend_leaf_exclusive(&self, key: &[u8]) -> Result<ExclusiveGuard<'_>> {
+        if let Some(leaf) = self.hinted_leaf(key) {
+            return Ok(leaf);
+        }
+        let epoch = self.structure_epoch();
+        let leaf = self.descend_leaf_exclusive_from_root(key)?;
+        self.remember_leaf(&leaf, epoch);
+        Ok(leaf)
+    }
+
+    /// Descends with shared latches, coupled, and latches the leaf exclusively.
+    fn descend_leaf_exclusive_from_root(&self, key: &[u8]) -> Result<ExclusiveGuard<'_>> {
         let pool = &self.ctx.pool;
         let root_id = self.page_id(self.root);
         loop {

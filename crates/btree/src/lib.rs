@@ -37,6 +37,7 @@
 #![deny(clippy::indexing_slicing)]
 
 mod alloc;
+mod append;
 mod check;
 mod delete;
 mod error;

@@ -1,5 +1,6 @@
 //! The tree handle, its context and the read path.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use barracuda_buffer_pool::{BufferPool, SharedGuard};
@@ -12,11 +13,16 @@ use crate::node::{self, NodeMut, NodeRef, Value};
 use crate::overflow;
 
 /// What every tree of an engine shares: the pool, the page allocator and the log.
+///
+/// Every tree over one pool must be built on clones of one context: they share the structure
+/// epoch that keeps their last-insert positions right (`append.rs`).
 #[derive(Clone)]
 pub struct TreeContext {
     pub(crate) pool: Arc<BufferPool>,
     pub(crate) alloc: Arc<dyn PageAllocator>,
     pub(crate) log: Arc<dyn LogSink>,
+    /// Bumped by every split and merge of any of these trees (`append.rs`).
+    pub(crate) structure_epoch: Arc<AtomicU64>,
 }
 
 impl TreeContext {
@@ -26,7 +32,12 @@ impl TreeContext {
         alloc: Arc<dyn PageAllocator>,
         log: Arc<dyn LogSink>,
     ) -> Self {
-        Self { pool, alloc, log }
+        Self {
+            pool,
+            alloc,
+            log,
+            structure_epoch: Arc::new(AtomicU64::new(0)),
+        }
     }
 
     /// The buffer pool.
@@ -52,6 +63,8 @@ pub struct BTree {
     pub(crate) index_id: u64,
     /// Row compression of its pages, `None` for a tree of plain pages.
     pub(crate) zip: Option<Arc<crate::zip::ZipIndex>>,
+    /// The last-insert position (`append.rs`).
+    pub(crate) append: Arc<crate::append::AppendHint>,
 }
 
 /// Which leaf a descent looks for.
@@ -84,6 +97,7 @@ impl BTree {
             root,
             index_id,
             zip: None,
+            append: Arc::default(),
         };
         let mut mtr = tree.mtr();
         let mut guard = tree.ctx.pool.create(tree.page_id(root))?;
@@ -109,6 +123,7 @@ impl BTree {
             root,
             index_id,
             zip: None,
+            append: Arc::default(),
         }
     }
 
