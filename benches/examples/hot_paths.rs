@@ -8,7 +8,8 @@
 //! `cargo run --release -p barracuda-benches --example hot_paths [ROWS] [PHASES] [OPS]`
 //!
 //! `HOT_PATHS_POLICY=legacy|backoff|eager` picks the free-page policy (default eager);
-//! `HOT_PATHS_POOL_STATUS=1` prints the pool's status after `get_quarter`; `HOT_PATHS_PAGE=4|8|
+//! `HOT_PATHS_LOAD=random` loads the keys shuffled, `HOT_PATHS_LOAD_POOL_PCT` sizes the pool
+//! for the load (percent of the data, default 300); `HOT_PATHS_POOL_STATUS=1` prints the pool's status after `get_quarter`; `HOT_PATHS_PAGE=4|8|
 //! 16|32|64` the page size in KiB (default 16).
 //!
 //! The database directory is `HOT_PATHS_DIR` if set (kept, and loaded only if empty: profile
@@ -65,11 +66,19 @@ fn open(dir: &Path, pool_bytes: usize) -> Engine {
     Engine::open(dir, options).unwrap()
 }
 
+/// Loads keys `0..rows` in ascending order, or shuffled with `HOT_PATHS_LOAD=random`.
 fn load(db: &Engine, t: &Table, rows: u64) {
+    let mut keys: Vec<u64> = (0..rows).collect();
+    if std::env::var("HOT_PATHS_LOAD").as_deref() == Ok("random") {
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        for i in (1..keys.len()).rev() {
+            keys.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+        }
+    }
     let mut value = [b'7'; VALUE_LEN];
-    for batch in 0..rows.div_ceil(BATCH) {
+    for batch in keys.chunks(BATCH as usize) {
         let mut tx = db.begin();
-        for k in batch * BATCH..((batch + 1) * BATCH).min(rows) {
+        for &k in batch {
             value[..8].copy_from_slice(&k.wrapping_mul(2_654_435_761).to_le_bytes());
             tx.put(t, &k.to_be_bytes(), &value).unwrap();
         }
@@ -207,18 +216,27 @@ fn main() {
     let dir = std::env::var_os("HOT_PATHS_DIR").map_or_else(|| temp.path().to_owned(), Into::into);
     std::fs::create_dir_all(&dir).unwrap();
     let data_bytes = rows * (8 + VALUE_LEN as u64);
-    let db = open(&dir, (data_bytes * 3) as usize);
+    // The pool while loading: three times the data (nothing evicted), or `HOT_PATHS_LOAD_POOL_PCT`
+    // percent of it (dirty pages flushed from the LRU tail as the load goes).
+    let load_pool_pct: u64 = std::env::var("HOT_PATHS_LOAD_POOL_PCT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(300);
+    let db = open(&dir, (data_bytes * load_pool_pct / 100) as usize);
     let t = if db.list_tables().iter().any(|n| n == "t") {
         db.table("t").unwrap()
     } else {
         let t = db.create_table("t", TableOptions::default()).unwrap();
         let started = Instant::now();
         load(&db, &t, rows);
-        report("seq_load (rows)", rows, started);
+        report("load (rows)", rows, started);
         db.checkpoint().unwrap();
         t
     };
     if phases == "load" {
+        if std::env::var_os("HOT_PATHS_POOL_STATUS").is_some() {
+            println!("{}", db.status().pool);
+        }
         // Only the load (profile it without the reads).
         db.close().unwrap();
         return;

@@ -470,7 +470,7 @@ fn main() -> std::result::Result<(), BoxError> {
             None => "-",
         };
         let value = t.value.map_or_else(|| "-".into(), |v| format!("{v:.2}"));
-        println!("  {:<36} {value:>8}  {verdict:<8} ({})", t.target, t.detail);
+        println!("  {:<50} {value:>8}  {verdict:<8} ({})", t.target, t.detail);
     }
     println!("load average at end {load_end}");
 
@@ -515,8 +515,8 @@ fn main() -> std::result::Result<(), BoxError> {
 mod tests {
     use super::*;
 
-    /// Every phase of Barracuda on a small database, end to end (the others' are the same
-    /// code with their feature on).
+    /// Every phase of Barracuda (both page sizes) on a small database, end to end (the others'
+    /// are the same code with their feature on).
     #[test]
     fn barracuda_smoke() {
         let dir = std::env::temp_dir().join(format!("barracuda-peers-test-{}", std::process::id()));
@@ -530,12 +530,13 @@ mod tests {
             "--rounds",
             "1",
             "--engines",
-            "barracuda",
+            "barracuda,barracuda-4k",
         ]);
         let cfg = Config::from_args(&args).expect("valid options");
-        let figures =
-            run_engine(EngineKind::Barracuda, &cfg, 0, &base.0).expect("every phase runs");
-        assert_eq!(figures.len(), Phase::ALL.len());
-        assert!(figures.values().all(|f| f.per_s > 0.0));
+        for kind in [EngineKind::Barracuda, EngineKind::Barracuda4k] {
+            let figures = run_engine(kind, &cfg, 0, &base.0).expect("every phase runs");
+            assert_eq!(figures.len(), Phase::ALL.len(), "{}", kind.name());
+            assert!(figures.values().all(|f| f.per_s > 0.0), "{}", kind.name());
+        }
     }
 }

@@ -94,69 +94,96 @@ pub(crate) struct TargetOutcome {
     pub(crate) detail: String,
 }
 
-/// Judges every target on the medians.
+/// Judges every target on the medians, for each Barracuda configuration measured.
 pub(crate) fn judge(
     medians: &BTreeMap<EngineKind, BTreeMap<Phase, Figures>>,
 ) -> Vec<TargetOutcome> {
-    let ours = medians.get(&EngineKind::Barracuda);
-    TARGETS
-        .iter()
-        .map(|&(phase, bound)| {
-            let mine = ours.and_then(|m| m.get(&phase));
-            match bound {
-                Bound::AtLeastTimes(peer, factor) => {
-                    let target = format!(
-                        "{} {} >= {factor:.1} x {}",
-                        phase.name(),
-                        phase.unit(),
-                        peer.name()
-                    );
-                    let theirs = medians.get(&peer).and_then(|m| m.get(&phase));
-                    match (mine, theirs) {
-                        (Some(m), Some(t)) if t.per_s > 0.0 => {
-                            let ratio = m.per_s / t.per_s;
-                            TargetOutcome {
-                                target,
-                                value: Some(ratio),
-                                met: Some(ratio >= factor),
-                                detail: format!("{} / {}", thousands(m.per_s), thousands(t.per_s)),
-                            }
-                        }
-                        _ => TargetOutcome {
-                            target,
-                            value: None,
-                            met: None,
-                            detail: format!(
-                                "not measured: needs barracuda and {} with phase {}",
-                                peer.name(),
-                                phase.name()
-                            ),
-                        },
-                    }
-                }
-                Bound::P999AtMostUs(limit) => {
-                    let target = format!("{} p99.9 <= {limit:.0} us", phase.name());
-                    match mine.and_then(|m| m.p999_us) {
-                        Some(p) => TargetOutcome {
-                            target,
-                            value: Some(p),
-                            met: Some(p <= limit),
-                            detail: format!("{p:.1} us"),
-                        },
-                        None => TargetOutcome {
-                            target,
-                            value: None,
-                            met: None,
-                            detail: format!(
-                                "not measured: needs barracuda with phase {}",
-                                phase.name()
-                            ),
-                        },
-                    }
-                }
-            }
+    let ours: Vec<EngineKind> = [EngineKind::Barracuda, EngineKind::Barracuda4k]
+        .into_iter()
+        .filter(|k| medians.contains_key(k))
+        .collect();
+    // Nothing of ours measured: the targets still print, as not measured.
+    let ours = if ours.is_empty() {
+        vec![EngineKind::Barracuda]
+    } else {
+        ours
+    };
+    ours.iter()
+        .flat_map(|&us| {
+            TARGETS
+                .iter()
+                .map(move |&(phase, bound)| judge_one(medians, us, phase, bound))
         })
         .collect()
+}
+
+/// One target for the Barracuda configuration `us`.
+fn judge_one(
+    medians: &BTreeMap<EngineKind, BTreeMap<Phase, Figures>>,
+    us: EngineKind,
+    phase: Phase,
+    bound: Bound,
+) -> TargetOutcome {
+    let mine = medians.get(&us).and_then(|m| m.get(&phase));
+    let who = if us == EngineKind::Barracuda {
+        String::new()
+    } else {
+        format!("{}: ", us.name())
+    };
+    match bound {
+        Bound::AtLeastTimes(peer, factor) => {
+            let target = format!(
+                "{who}{} {} >= {factor:.1} x {}",
+                phase.name(),
+                phase.unit(),
+                peer.name()
+            );
+            let theirs = medians.get(&peer).and_then(|m| m.get(&phase));
+            match (mine, theirs) {
+                (Some(m), Some(t)) if t.per_s > 0.0 => {
+                    let ratio = m.per_s / t.per_s;
+                    TargetOutcome {
+                        target,
+                        value: Some(ratio),
+                        met: Some(ratio >= factor),
+                        detail: format!("{} / {}", thousands(m.per_s), thousands(t.per_s)),
+                    }
+                }
+                _ => TargetOutcome {
+                    target,
+                    value: None,
+                    met: None,
+                    detail: format!(
+                        "not measured: needs {} and {} with phase {}",
+                        us.name(),
+                        peer.name(),
+                        phase.name()
+                    ),
+                },
+            }
+        }
+        Bound::P999AtMostUs(limit) => {
+            let target = format!("{who}{} p99.9 <= {limit:.0} us", phase.name());
+            match mine.and_then(|m| m.p999_us) {
+                Some(p) => TargetOutcome {
+                    target,
+                    value: Some(p),
+                    met: Some(p <= limit),
+                    detail: format!("{p:.1} us"),
+                },
+                None => TargetOutcome {
+                    target,
+                    value: None,
+                    met: None,
+                    detail: format!(
+                        "not measured: needs {} with phase {}",
+                        us.name(),
+                        phase.name()
+                    ),
+                },
+            }
+        }
+    }
 }
 
 /// The printed table: one row per figure, one column per engine.

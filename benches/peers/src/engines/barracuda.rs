@@ -7,7 +7,7 @@
 
 use std::ops::ControlFlow;
 
-use barracuda::{Durability, Engine, EngineOptions, Table, TableOptions};
+use barracuda::{Durability, Engine, EngineOptions, PageSize, Table, TableOptions};
 
 use super::{OpenSpec, PeerDb, Result};
 use crate::workload::Batch;
@@ -22,9 +22,11 @@ pub struct Db {
 }
 
 impl Db {
-    /// Opens (or creates) the database in `spec.dir` with a buffer pool of `spec.cache_bytes`.
-    pub fn open(spec: OpenSpec<'_>) -> Result<Self> {
+    /// Opens (or creates) the database in `spec.dir` with a buffer pool of `spec.cache_bytes`
+    /// and pages of `page_size` (a new database's; an existing one keeps its own).
+    pub fn open(spec: OpenSpec<'_>, page_size: PageSize) -> Result<Self> {
         let options = EngineOptions::default()
+            .page_size(page_size)
             .buffer_pool_bytes(spec.cache_bytes)
             .durability(Durability::Background);
         let engine = Engine::open(spec.dir, options)?;
