@@ -64,6 +64,8 @@ pub(crate) struct Inner {
     pub(crate) capacity: usize,
     pub(crate) frames: Frames,
     pub(crate) hash: PageHash,
+    /// Taken only through [`lock_lists`](Self::lock_lists) / [`try_lock_lists`](Self::try_lock_lists),
+    /// which apply the LRU changes deferred while it was busy (`lru_ops.rs`).
     pub(crate) lists: Mutex<Lists>,
     /// The free list (Percona: `free_list_mutex`); a leaf lock held only to push or pop.
     free: Mutex<FreeList>,
