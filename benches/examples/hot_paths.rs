@@ -1,16 +1,18 @@
 //! One-threaded loops over the read hot paths, for profilers (`perf record`, `valgrind
 //! --tool=callgrind`): loads `ROWS` rows (default 1,000,000; 8-byte big-endian keys, 180-byte
-//! values) in transactions of 1000, then runs each phase named in `PHASES` (default
-//! `get,scan`; also `get_with`, `scan_with`: the lending reads; `view`: a
-//! snapshot taken and dropped; `load` alone: only the load) for `OPS` operations (default 2,000,000 gets / 200,000 scans) and prints the
-//! nanoseconds per operation. `get_quarter` reopens with a pool a quarter of the table.
+//! values) in transactions of 1000, then runs each phase named in `PHASES` (default `get,scan`;
+//! also `get_with`, `scan_with`: the lending reads; `view`: a snapshot taken and dropped;
+//! `load` alone: only the load) for `OPS` operations (default 2,000,000 gets / 200,000 scans)
+//! and prints the nanoseconds per operation. `get_quarter` reopens with a pool a quarter of the
+//! table and prints the latency percentiles and the reader's context switches.
 //!
 //! `cargo run --release -p barracuda-benches --example hot_paths [ROWS] [PHASES] [OPS]`
 //!
-//! `HOT_PATHS_POLICY=legacy|backoff|eager` picks the free-page policy (default eager);
-//! `HOT_PATHS_LOAD=random` loads the keys shuffled, `HOT_PATHS_LOAD_POOL_PCT` sizes the pool
-//! for the load (percent of the data, default 300); `HOT_PATHS_POOL_STATUS=1` prints the pool's status after `get_quarter`; `HOT_PATHS_PAGE=4|8|
-//! 16|32|64` the page size in KiB (default 16).
+//! Environment: `HOT_PATHS_POLICY=legacy|backoff|eager` picks the free-page policy (default
+//! eager); `HOT_PATHS_PAGE=4|8|16|32|64` the page size in KiB (default 16);
+//! `HOT_PATHS_LOAD=random` loads the keys shuffled; `HOT_PATHS_LOAD_POOL_PCT` sizes the pool for
+//! the load (percent of the data, default 300); `HOT_PATHS_POOL_STATUS=1` prints the pool's
+//! status after the load (phase `load`) and after `get_quarter`.
 //!
 //! The database directory is `HOT_PATHS_DIR` if set (kept, and loaded only if empty: profile
 //! the reads without the load), else a temporary directory.
