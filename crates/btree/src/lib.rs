@@ -48,6 +48,7 @@ mod iter;
 mod mtr;
 mod node;
 mod overflow;
+mod routing;
 mod split;
 pub mod testing;
 mod tree;

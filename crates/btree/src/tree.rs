@@ -65,6 +65,8 @@ pub struct BTree {
     pub(crate) zip: Option<Arc<crate::zip::ZipIndex>>,
     /// The last-insert position (`append.rs`).
     pub(crate) append: Arc<crate::append::AppendHint>,
+    /// The root's frame, where routed descents start (`routing.rs`).
+    pub(crate) root_hint: Arc<crate::routing::RootHint>,
 }
 
 /// Which leaf a descent looks for.
@@ -98,6 +100,7 @@ impl BTree {
             index_id,
             zip: None,
             append: Arc::default(),
+            root_hint: Arc::default(),
         };
         let mut mtr = tree.mtr();
         let mut guard = tree.ctx.pool.create(tree.page_id(root))?;
@@ -124,6 +127,7 @@ impl BTree {
             index_id,
             zip: None,
             append: Arc::default(),
+            root_hint: Arc::default(),
         }
     }
 
@@ -224,9 +228,21 @@ impl BTree {
         self.descend(target, true)
     }
 
-    /// The descent; point reads skip the fences, which cost an allocation per level.
+    /// The descent; point reads skip the fences, which cost an allocation per level. Routed
+    /// through the inner nodes' routing copies where they are current (`routing.rs`), else
+    /// latched.
     pub(crate) fn descend(&self, target: Target<'_>, with_fences: bool) -> Result<LeafAt<'_>> {
+        if let Some(leaf) = self.descend_routed(target, with_fences) {
+            return Ok(leaf);
+        }
+        self.descend_latched(target, with_fences)
+    }
+
+    /// The descent with shared latches coupled parent → child; gives the inner nodes it
+    /// crosses a current routing copy, and the copies the frames their children were found in.
+    fn descend_latched(&self, target: Target<'_>, with_fences: bool) -> Result<LeafAt<'_>> {
         let mut guard = self.ctx.pool.get_shared(self.page_id(self.root))?;
+        self.root_hint.note(guard.stamp().frame());
         let mut upper: Option<Vec<u8>> = None;
         let mut lower: Option<Vec<u8>> = None;
         let mut expected_level: Option<u16> = None;
@@ -257,8 +273,15 @@ impl BTree {
             }
             let child = node.child(idx)?;
             expected_level = Some(node.level() - 1);
+            let routing = self.routing_of(&guard, &node);
             // Latch coupling: the child is latched before the parent is released.
             let child_guard = self.ctx.pool.get_shared(self.page_id(child))?;
+            if let Some(r) = routing
+                .as_ref()
+                .and_then(|a| a.value::<crate::routing::Routing>())
+            {
+                r.note_child(idx, child_guard.stamp().frame());
+            }
             guard = child_guard;
         }
     }

@@ -33,7 +33,9 @@ pub(crate) struct Descriptor {
     page_id: AtomicU64,
     state: AtomicU8,
     /// Pin (buffer-fix) count. Taken under the page-hash shard lock (lookups), the LRU mutex
-    /// (LRU flushes) or the flush-list mutex (flush-list flushes); a pinned frame is never evicted.
+    /// (LRU flushes) or the flush-list mutex (flush-list flushes); a pinned frame is never
+    /// evicted. A hinted lookup (`Inner::fetch_shared_at`) pins without any of them and checks
+    /// the frame afterwards, so a free frame may carry such a pin for a moment.
     pin: AtomicU32,
     /// Dirty flag, written under the flush-list mutex.
     pub(crate) dirty: AtomicBool,
@@ -60,6 +62,12 @@ pub(crate) struct Descriptor {
     /// The page's compressed block, packed by [`crate::zip::ZipLink`] (0: none). Written only
     /// under the page's X latch or by the thread owning the frame (reading it in, freeing it).
     pub(crate) zip: AtomicU64,
+    /// Version of the frame's bytes and identity: bumped at every state change and, under the
+    /// X latch, before the first change a guard makes to the bytes. Never reset, so a version
+    /// names one content of one page for the frame's whole life (`attach.rs`).
+    version: AtomicU64,
+    /// A value derived from the bytes at some version (`attach.rs`).
+    pub(crate) attachment: crate::attach::Slot,
 }
 
 impl Descriptor {
@@ -79,7 +87,19 @@ impl Descriptor {
             read_ahead: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
             zip: AtomicU64::new(0),
+            version: AtomicU64::new(0),
+            attachment: crate::attach::Slot::default(),
         }
+    }
+
+    /// The version of the frame's bytes (see the field).
+    pub(crate) fn version(&self) -> u64 {
+        self.version.load(SeqCst)
+    }
+
+    /// A new version: the bytes or the page they belong to are about to change.
+    pub(crate) fn bump_version(&self) {
+        self.version.fetch_add(1, SeqCst);
     }
 
     pub(crate) fn page_id(&self) -> PageId {
@@ -98,11 +118,13 @@ impl Descriptor {
     }
 
     pub(crate) fn set_state(&self, state: State) {
+        self.bump_version();
         self.state.store(state as u8, SeqCst);
     }
 
     /// Moves `from` → `to`; false if the state was not `from`.
     pub(crate) fn transition(&self, from: State, to: State) -> bool {
+        self.bump_version();
         self.state
             .compare_exchange(from as u8, to as u8, SeqCst, SeqCst)
             .is_ok()
@@ -138,7 +160,12 @@ impl Descriptor {
         self.freed_page_clock.store(0, SeqCst);
         self.read_ahead.store(false, SeqCst);
         self.poisoned.store(false, SeqCst);
-        self.pin.store(1, SeqCst);
+        // Added, not stored: a reader may have pinned the frame through a stale hint
+        // (`Inner::fetch_shared_at`) and will take its pin back.
+        self.pin.fetch_add(1, SeqCst);
+        // What was derived from the frame's last page is stale by version already; dropping it
+        // here (not at eviction, under the LRU mutex) bounds the memory it holds.
+        self.attachment.clear();
         self.set_state(state);
     }
 

@@ -1,5 +1,6 @@
 //! Page guards: a pin plus a page latch, released (latch first, then pin) on drop.
 
+use std::any::Any;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::Ordering::SeqCst;
@@ -7,6 +8,7 @@ use std::sync::atomic::Ordering::SeqCst;
 use barracuda_page::{Lsn, PageId};
 use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
 
+use crate::attach::FrameStamp;
 use crate::descriptor::Descriptor;
 use crate::frame::FrameBuf;
 use crate::inner::Inner;
@@ -34,22 +36,43 @@ impl Drop for Pin<'_> {
 pub struct SharedGuard<'a> {
     // Field order matters: the latch is released before the pin.
     latch: RwLockReadGuard<'a, FrameBuf>,
-    _pin: Pin<'a>,
+    pin: Pin<'a>,
     id: PageId,
+    frame: u32,
 }
 
 impl<'a> SharedGuard<'a> {
-    pub(crate) fn new(latch: RwLockReadGuard<'a, FrameBuf>, pin: Pin<'a>, id: PageId) -> Self {
+    pub(crate) fn new(
+        latch: RwLockReadGuard<'a, FrameBuf>,
+        pin: Pin<'a>,
+        id: PageId,
+        frame: u32,
+    ) -> Self {
         Self {
             latch,
-            _pin: pin,
+            pin,
             id,
+            frame,
         }
     }
 
     /// The page held.
     pub fn page_id(&self) -> PageId {
         self.id
+    }
+
+    /// The frame holding the page and the version of its bytes, which cannot change while this
+    /// guard lives.
+    pub fn stamp(&self) -> FrameStamp {
+        FrameStamp::new(self.frame, self.pin.desc.version())
+    }
+
+    /// Attaches `value`, computed from the bytes this guard shows, to the frame, replacing what
+    /// was attached. [`BufferPool::attached`](crate::BufferPool::attached) hands it out for as
+    /// long as the bytes stay as they are now; it is dropped when the frame is reused.
+    pub fn attach(&self, value: Box<dyn Any + Send + Sync>) {
+        let desc = self.pin.desc;
+        desc.attachment.set(self.id, desc.version(), value);
     }
 }
 
@@ -99,6 +122,9 @@ struct ChangeTracker<'a> {
     /// The page was created by this guard (zero-filled, not read): its earlier contents do not
     /// matter, and there is no before-image to keep.
     created: bool,
+    /// The frame's version was bumped for this guard's changes (once is enough: nothing can
+    /// read the bytes, nor derive a value from them, until the latch is released).
+    version_bumped: bool,
     /// The page as it was before the first unrecorded change taken through `DerefMut`.
     before: Option<Box<[u8]>>,
     /// The page as it was before the first unrecorded described change, when the pool keeps
@@ -107,6 +133,15 @@ struct ChangeTracker<'a> {
 }
 
 impl ChangeTracker<'_> {
+    /// Called before every change to the bytes: the first one gives the frame a new version,
+    /// so values derived from the old bytes are no longer handed out (`attach.rs`).
+    fn will_change(&mut self) {
+        if !self.version_bumped {
+            self.version_bumped = true;
+            self.inner.frames.frame(self.frame).desc.bump_version();
+        }
+    }
+
     /// Forgets the before-image (a recorded change starts a new one).
     fn clear_before(&mut self) {
         if let Some(buf) = self.before.take() {
@@ -182,6 +217,7 @@ impl<'a> ExclusiveGuard<'a> {
                 id,
                 unrecorded_change: false,
                 created: false,
+                version_bumped: false,
                 before: None,
                 described_from: None,
             },
@@ -200,6 +236,8 @@ impl<'a> ExclusiveGuard<'a> {
     ) -> Self {
         let mut guard = Self::new(inner, frame, latch, pin, id);
         guard.tracker.created = true;
+        // Its bytes were zeroed under this latch.
+        guard.tracker.will_change();
         guard
     }
 
@@ -233,6 +271,7 @@ impl<'a> ExclusiveGuard<'a> {
     pub fn described_change_mut(&mut self) -> &mut [u8] {
         self.keep_described_from();
         let t = &mut self.tracker;
+        t.will_change();
         t.unrecorded_change = true;
         t.inner.frames.frame(t.frame).desc.mark_zip_stale();
         &mut self.latch
@@ -271,6 +310,7 @@ impl<'a> ExclusiveGuard<'a> {
     /// position, not a change the log records, so unlike [`DerefMut`] it captures no
     /// before-image; it counts as a change until the change is recorded.
     pub fn stamp_page_lsn(&mut self, lsn: Lsn) {
+        self.tracker.will_change();
         self.tracker.unrecorded_change = true;
         barracuda_page::set_page_lsn(&mut self.latch, lsn);
         if let Some((_, block)) = self.zip_parts_mut() {
@@ -335,9 +375,9 @@ impl<'a> ExclusiveGuard<'a> {
             latch,
             pin,
         } = self;
-        let id = tracker.id;
+        let (id, frame) = (tracker.id, tracker.frame);
         drop(tracker);
-        SharedGuard::new(RwLockWriteGuard::downgrade(latch), pin, id)
+        SharedGuard::new(RwLockWriteGuard::downgrade(latch), pin, id, frame)
     }
 }
 
@@ -365,6 +405,7 @@ impl ExclusiveGuard<'_> {
     )]
     fn zip_parts_mut(&mut self) -> Option<(&mut [u8], &mut [u8])> {
         let link = self.desc().zip_link()?;
+        self.tracker.will_change();
         // SAFETY: this guard holds the X latch of the page owning the block, and the returned
         // borrow of `self` keeps any other access through this guard out while it lives.
         let block = unsafe { self.tracker.inner.zip_bytes_mut(link.slot) };
@@ -480,6 +521,7 @@ impl Deref for ExclusiveGuard<'_> {
 impl DerefMut for ExclusiveGuard<'_> {
     fn deref_mut(&mut self) -> &mut [u8] {
         let t = &mut self.tracker;
+        t.will_change();
         if t.inner.capture_before_images && !t.created && t.before.is_none() {
             t.before = Some(before_images::copy_of(&self.latch));
         }

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use barracuda_page::{Lsn, PageId, PageSize, SpaceId};
 use parking_lot::Mutex;
 
+use crate::attach::FrameNo;
 use crate::config::{effective_scan_depth, old_ratio_of_pct};
 use crate::descriptor::State;
 use crate::flush_list::FlushList;
@@ -245,7 +246,7 @@ impl Inner {
                         return Err(PoolError::PoisonedPage { page: id });
                     }
                     self.after_hit(f, id);
-                    return Ok(SharedGuard::new(latch, pin, id));
+                    return Ok(SharedGuard::new(latch, pin, id, f));
                 }
                 continue; // read failed or page discarded meanwhile: look again
             }
@@ -253,6 +254,46 @@ impl Inner {
                 return Ok(guard.downgrade());
             }
         }
+    }
+
+    /// [`fetch_shared`](Self::fetch_shared) through a frame hint instead of the page hash:
+    /// `None` if `frame` does not hold `id` (the caller looks the page up). InnoDB keeps no such
+    /// hint; LeanStore's swizzled pointers are the same idea.
+    ///
+    /// The pin is taken without the shard lock, so it may land on a frame being evicted or
+    /// reused: pins are therefore only ever added and subtracted (`Descriptor::init_for` adds
+    /// its own), and the frame is taken for `id` only if, under its latch, it is `Valid` and
+    /// holds `id` — every change of a frame's page leaves `Valid` under the exclusive latch
+    /// (eviction, `try_evict_locked`) and re-enters it under that latch once the bytes are in.
+    pub(crate) fn fetch_shared_at(
+        &self,
+        id: PageId,
+        frame: FrameNo,
+    ) -> Result<Option<SharedGuard<'_>>, PoolError> {
+        let f = frame.index();
+        if f as usize >= self.capacity {
+            return Ok(None);
+        }
+        // The page's loads start beside the descriptor's (as a hash lookup does).
+        self.frames.prefetch_page(f);
+        let frame = &self.frames.frame(f);
+        let d = &frame.desc;
+        // Not worth a pin if it already shows another page.
+        if d.state() != State::Valid || d.page_id() != id {
+            return Ok(None);
+        }
+        d.pin();
+        let pin = Pin::new(d);
+        let latch = frame.latch.read();
+        if d.state() != State::Valid || d.page_id() != id {
+            return Ok(None);
+        }
+        if d.poisoned.load(Relaxed) {
+            return Err(PoolError::PoisonedPage { page: id });
+        }
+        inc(&self.counters.page_requests);
+        self.after_hit(f, id);
+        Ok(Some(SharedGuard::new(latch, pin, id, f)))
     }
 
     /// [`fetch_shared`](Self::fetch_shared) only if it needs no wait: `None` when the page is
@@ -279,7 +320,7 @@ impl Inner {
         }
         inc(&self.counters.page_requests);
         self.after_hit(f, id);
-        Ok(Some(SharedGuard::new(latch, pin, id)))
+        Ok(Some(SharedGuard::new(latch, pin, id, f)))
     }
 
     /// As [`fetch_shared`](Self::fetch_shared) with an exclusive latch.
@@ -455,7 +496,8 @@ impl Inner {
             State::Valid => {
                 let id = d.page_id();
                 let mut shard = self.hash.lock_shard(id);
-                // Lookups pin under the shard lock: with it held, a zero pin count stays zero.
+                // Lookups pin under the shard lock: with it held, a zero pin count stays zero
+                // but for a hinted lookup's pin, which checks the state under the latch below.
                 if d.pins() != 0 || d.is_dirty() || d.state() != State::Valid {
                     return false;
                 }
@@ -469,6 +511,10 @@ impl Inner {
                     self.keep_block_of(f, id);
                 }
                 remove_locked(&mut shard, id, f);
+                // Not `Valid` before the latch is released: a reader that pinned the frame
+                // through a hint, not the hash (`fetch_shared_at`), checks the state under
+                // the latch and must not take the frame for the page any more.
+                d.set_state(State::Stale);
                 drop(latch);
                 true
             }

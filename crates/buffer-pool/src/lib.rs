@@ -33,6 +33,7 @@
 // every access says what it relies on (`get` + a typed error or a documented invariant).
 #![deny(clippy::indexing_slicing)]
 
+mod attach;
 pub mod buddy;
 mod config;
 mod descriptor;
@@ -59,6 +60,7 @@ pub mod testing;
 mod zip;
 mod zip_only;
 
+pub use attach::{Attached, FrameNo, FrameStamp};
 pub use config::{FreePagePolicy, PoolConfig, ReadAhead, MIN_CAPACITY_PAGES};
 pub use error::{PoolError, StoreError};
 pub use guard::{ExclusiveGuard, SharedGuard, ZipState};

@@ -8,6 +8,7 @@ use std::time::Duration;
 use barracuda_page::{Lsn, PageId, PageSize, SpaceId};
 use parking_lot::Mutex;
 
+use crate::attach::{Attached, FrameNo, FrameStamp};
 use crate::inner::Inner;
 use crate::reservation::FrameReservation;
 use crate::stats::PoolStats;
@@ -81,11 +82,36 @@ impl BufferPool {
         self.inner.fetch_shared(id)
     }
 
+    /// [`get_shared`](Self::get_shared) through a frame hint (a frame the page was found in
+    /// before, [`SharedGuard::stamp`]) instead of the page hash: `Ok(None)` if the frame does not
+    /// hold page `id` now; the caller then looks the page up with `get_shared`. Never reads.
+    pub fn get_shared_at(
+        &self,
+        id: PageId,
+        frame: FrameNo,
+    ) -> Result<Option<SharedGuard<'_>>, PoolError> {
+        self.inner.fetch_shared_at(id, frame)
+    }
+
     /// [`get_shared`](Self::get_shared) only if it can be served at once: `Ok(None)` when the
     /// page is not in the pool (nothing is read), is being read, or is latched exclusively.
     /// For a thread holding another latch that must never wait for this one.
     pub fn try_get_shared(&self, id: PageId) -> Result<Option<SharedGuard<'_>>, PoolError> {
         self.inner.try_fetch_shared(id)
+    }
+
+    /// The value attached to page `id` in `frame` ([`SharedGuard::attach`]), if the frame still
+    /// holds that page with the bytes the value was derived from; no pin, no latch, no page
+    /// hash. The page may change as soon as this returns: a reader that acts on the value
+    /// checks [`is_current`](Self::is_current) with its [stamp](Attached::stamp) afterwards.
+    pub fn attached(&self, frame: FrameNo, id: PageId) -> Option<Attached> {
+        self.inner.attached(frame, id)
+    }
+
+    /// Whether the stamped frame's bytes are still those of the stamp: no change to them has
+    /// begun since, and the frame still holds the same page.
+    pub fn is_current(&self, stamp: FrameStamp) -> bool {
+        self.inner.is_current(stamp)
     }
 
     /// Pins page `id` and latches it exclusively, reading it from the store on a miss.

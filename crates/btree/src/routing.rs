@@ -1,0 +1,368 @@
+//! Routed descents: reads that cross the root and the inner pages without latching, pinning or
+//! hashing them, through immutable routing copies attached to their frames.
+//!
+//! A latched descent takes, per level, a page-hash shard lock, a pin and a shared latch: six
+//! atomic read-modify-writes on cache lines that every reader of the tree shares, since every
+//! descent crosses the root. With two readers on two cores those lines travel between the cores
+//! at every get. A routed descent instead reads, per inner level, the node's [`Routing`] — its
+//! separator keys and child page numbers, decoded once under the shared latch and attached to
+//! the frame ([`SharedGuard::attach`]) — and the frame's version; it latches only the leaf.
+//!
+//! **Why a routed descent finds the right leaf.** A routing copy is used only while its frame's
+//! version is the one it was built at, and the version changes before the first change to the
+//! page's bytes (and at every eviction or reuse of the frame). After latching the leaf, the
+//! descent checks that every inner node it crossed is still at its version. If so, no change
+//! to any of them had begun when the leaf was latched. Every structure change (split, merge,
+//! root raise) latches the parent exclusively before it changes a child and changes the parent
+//! (a separator added or removed) before it releases the child: so a leaf that is latched while
+//! its parent is unchanged either was not touched by a structure change, or that change is not
+//! started and now waits for the leaf's latch. A descent whose check fails falls back to the
+//! latched descent, which also builds the routing copies it finds missing or stale.
+//!
+//! A copy is a few bytes more than the node's keys; only inner pages get one (about one page
+//! in a hundred), and a frame's copy is dropped when the frame is reused.
+
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use barracuda_buffer_pool::{Attached, FrameNo, FrameStamp, SharedGuard};
+use barracuda_page::PageNo;
+
+use crate::error::Result;
+use crate::node::NodeRef;
+use crate::tree::{BTree, LeafAt, Target};
+
+/// Levels a routed descent follows; deeper trees (billions of rows) descend latched.
+const MAX_DEPTH: usize = 8;
+
+/// "No hint" in a child's frame hint.
+const NO_HINT: u32 = u32::MAX;
+
+/// The frame that held the root at the last latched descent (a hint, checked at every use).
+#[derive(Debug)]
+pub(crate) struct RootHint(AtomicU32);
+
+impl Default for RootHint {
+    fn default() -> Self {
+        Self(AtomicU32::new(NO_HINT))
+    }
+}
+
+impl RootHint {
+    fn get(&self) -> FrameNo {
+        FrameNo::from_raw(self.0.load(Relaxed))
+    }
+
+    /// Remembers the root's frame; stores only a change, so that readers keep the line shared.
+    pub(crate) fn note(&self, frame: FrameNo) {
+        if self.0.load(Relaxed) != frame.to_raw() {
+            self.0.store(frame.to_raw(), Relaxed);
+        }
+    }
+}
+
+/// An inner node's routing: what a descent reads of it, decoded once.
+pub(crate) struct Routing {
+    level: u16,
+    /// Each key's first eight bytes, big-endian, zero-padded: the binary search compares these
+    /// and reads a key itself only when they are equal.
+    heads: Box<[u64]>,
+    /// Key `i` is `keys[ends[i - 1]..ends[i]]` (from 0 for the first).
+    ends: Box<[u32]>,
+    keys: Box<[u8]>,
+    children: Box<[PageNo]>,
+    /// The frame each child was last found in (`NO_HINT`: none yet); checked at every use.
+    hints: Box<[AtomicU32]>,
+}
+
+#[expect(
+    clippy::big_endian_bytes,
+    reason = "a comparison in memory order: big-endian words order as their bytes do"
+)]
+fn head(key: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    for (w, k) in word.iter_mut().zip(key) {
+        *w = *k;
+    }
+    u64::from_be_bytes(word)
+}
+
+impl Routing {
+    /// Decodes inner node `node` (a page error names the page).
+    pub(crate) fn of(node: &NodeRef<'_>) -> Result<Self> {
+        let len = node.len();
+        let (mut heads, mut ends, mut children) = (
+            Vec::with_capacity(len),
+            Vec::with_capacity(len),
+            Vec::with_capacity(len),
+        );
+        let mut keys = Vec::new();
+        for i in 0..len {
+            let key = node.key(i)?;
+            heads.push(head(key));
+            keys.extend_from_slice(key);
+            // A page's keys total less than a page: the end fits in a u32.
+            ends.push(u32::try_from(keys.len()).unwrap_or(u32::MAX));
+            children.push(node.child(i)?);
+        }
+        Ok(Self {
+            level: node.level(),
+            heads: heads.into(),
+            ends: ends.into(),
+            keys: keys.into(),
+            children: children.into(),
+            hints: (0..len).map(|_| AtomicU32::new(NO_HINT)).collect(),
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.children.len()
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        let start = match i.checked_sub(1) {
+            Some(p) => self.ends.get(p).copied().unwrap_or(0),
+            None => 0,
+        } as usize;
+        let end = self.ends.get(i).copied().unwrap_or(0) as usize;
+        self.keys.get(start..end).unwrap_or(&[])
+    }
+
+    /// As `IndexPage::search`: `Ok(i)` if key `i` equals `key`, else `Err(i)` with `i` the
+    /// number of keys below it.
+    fn search(&self, key: &[u8]) -> std::result::Result<usize, usize> {
+        let wanted = head(key);
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let order = match self.heads.get(mid).map(|h| h.cmp(&wanted)) {
+                Some(std::cmp::Ordering::Equal) | None => self.key(mid).cmp(key),
+                Some(unequal) => unequal,
+            };
+            match order {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    /// As `Node::route` on the node this was decoded from (which has at least one record:
+    /// `of` is only called on nodes that routed).
+    fn route(&self, target: Target<'_>) -> usize {
+        match target {
+            Target::AtLeast(key) => match self.search(key) {
+                Ok(i) => i,
+                Err(i) => i.saturating_sub(1),
+            },
+            Target::Below(key) => match self.search(key) {
+                Ok(i) | Err(i) => i.saturating_sub(1),
+            },
+            Target::Last => self.len().saturating_sub(1),
+        }
+    }
+
+    fn hint(&self, i: usize) -> Option<FrameNo> {
+        let raw = self.hints.get(i)?.load(Relaxed);
+        (raw != NO_HINT).then(|| FrameNo::from_raw(raw))
+    }
+
+    /// Remembers where child `i` was found (stores only a change: the copy's lines stay shared).
+    pub(crate) fn note_child(&self, i: usize, frame: FrameNo) {
+        if let Some(hint) = self.hints.get(i) {
+            if hint.load(Relaxed) != frame.to_raw() {
+                hint.store(frame.to_raw(), Relaxed);
+            }
+        }
+    }
+}
+
+/// Where a routed descent ended: the leaf's page and the fences of its subtree, and the stamps
+/// of the inner nodes crossed, to check once the leaf is latched.
+pub(crate) struct Routed {
+    pub(crate) leaf: PageNo,
+    /// The level-1 node's copy and the leaf's index in it (for the leaf's frame hint).
+    parent: Option<(Attached, usize)>,
+    pub(crate) upper: Option<Vec<u8>>,
+    pub(crate) lower: Option<Vec<u8>>,
+    stamps: [Option<FrameStamp>; MAX_DEPTH],
+}
+
+impl BTree {
+    /// Routes `target` through the routing copies from the root to a leaf's page number;
+    /// `None` where a copy is missing or stale (the caller descends latched).
+    pub(crate) fn route_to_leaf(&self, target: Target<'_>, with_fences: bool) -> Option<Routed> {
+        let pool = &self.ctx.pool;
+        let mut id = self.page_id(self.root);
+        let mut frame = self.root_hint.get();
+        let mut routed = Routed {
+            leaf: 0,
+            parent: None,
+            upper: None,
+            lower: None,
+            stamps: [None; MAX_DEPTH],
+        };
+        let mut expected_level = None;
+        for depth in 0..MAX_DEPTH {
+            let attached = pool.attached(frame, id)?;
+            let node: &Routing = attached.value()?;
+            if node.level == 0 || expected_level.is_some_and(|l| l != node.level) {
+                return None;
+            }
+            *routed.stamps.get_mut(depth)? = Some(attached.stamp());
+            let idx = node.route(target);
+            if with_fences && idx + 1 < node.len() {
+                routed.upper = Some(node.key(idx + 1).to_vec());
+            }
+            if with_fences && idx > 0 {
+                routed.lower = Some(node.key(idx).to_vec());
+            }
+            let child = *node.children.get(idx)?;
+            if node.level == 1 {
+                routed.leaf = child;
+                routed.parent = Some((attached, idx));
+                return Some(routed);
+            }
+            frame = node.hint(idx)?;
+            id = self.page_id(child);
+            expected_level = Some(node.level - 1);
+        }
+        None
+    }
+
+    /// Whether every inner node a routed descent crossed is unchanged; called with the leaf
+    /// latched (see the module's doc for why that makes the leaf the right one).
+    pub(crate) fn route_still_holds(&self, routed: &Routed) -> bool {
+        routed
+            .stamps
+            .iter()
+            .flatten()
+            .all(|stamp| self.ctx.pool.is_current(*stamp))
+    }
+
+    /// The routed descent with a shared latch on the leaf; `None` where it cannot be used.
+    pub(crate) fn descend_routed(
+        &self,
+        target: Target<'_>,
+        with_fences: bool,
+    ) -> Option<LeafAt<'_>> {
+        let mut routed = self.route_to_leaf(target, with_fences)?;
+        let leaf_id = self.page_id(routed.leaf);
+        let pool = &self.ctx.pool;
+        let parent = routed.parent.take();
+        let hint = parent
+            .as_ref()
+            .and_then(|(p, idx)| p.value::<Routing>()?.hint(*idx));
+        // An error here may come from a stale route (a page freed since): the latched descent
+        // that follows reports the error if it is real.
+        let hinted = match hint {
+            Some(frame) => pool.get_shared_at(leaf_id, frame).ok()?,
+            None => None,
+        };
+        let guard = if let Some(guard) = hinted {
+            guard
+        } else {
+            let guard = pool.get_shared(leaf_id).ok()?;
+            if let Some((p, idx)) = &parent {
+                if let Some(r) = p.value::<Routing>() {
+                    r.note_child(*idx, guard.stamp().frame());
+                }
+            }
+            guard
+        };
+        drop(parent);
+        if !self.route_still_holds(&routed) {
+            return None;
+        }
+        if NodeRef::open(&guard, leaf_id, self).ok()?.level() != 0 {
+            return None;
+        }
+        Some(LeafAt {
+            guard,
+            upper: routed.upper,
+            lower: routed.lower,
+        })
+    }
+
+    /// The routing copy of inner node `node`, latched by `guard`: the attached one if current,
+    /// else one decoded now and attached. `None` if a record does not decode: no copy is
+    /// made, and the latched descent reports the damage if its route crosses it.
+    pub(crate) fn routing_of(
+        &self,
+        guard: &SharedGuard<'_>,
+        node: &NodeRef<'_>,
+    ) -> Option<Attached> {
+        let (frame, id) = (guard.stamp().frame(), guard.page_id());
+        if let Some(attached) = self.ctx.pool.attached(frame, id) {
+            return Some(attached);
+        }
+        guard.attach(Box::new(Routing::of(node).ok()?));
+        self.ctx.pool.attached(frame, id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn routing(keys: &[&[u8]]) -> Routing {
+        Routing {
+            level: 1,
+            heads: keys.iter().map(|k| head(k)).collect(),
+            ends: keys
+                .iter()
+                .scan(0u32, |end, k| {
+                    *end += k.len() as u32;
+                    Some(*end)
+                })
+                .collect(),
+            keys: keys.concat().into(),
+            children: (0..keys.len() as u32).collect(),
+            hints: keys.iter().map(|_| AtomicU32::new(NO_HINT)).collect(),
+        }
+    }
+
+    #[test]
+    fn search_agrees_with_byte_order_around_the_eight_byte_head() {
+        let keys: [&[u8]; 8] = [
+            b"",
+            b"a",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefgh\x01",
+            b"abcdefghij",
+            b"abcdefgi",
+            b"b",
+        ];
+        let r = routing(&keys);
+        let probes: [&[u8]; 10] = [
+            b"",
+            b"\0",
+            b"a",
+            b"a\0",
+            b"abcdefgh",
+            b"abcdefgh\0\0",
+            b"abcdefghi",
+            b"abcdefgi",
+            b"abcdefgj",
+            b"c",
+        ];
+        for probe in probes {
+            assert_eq!(
+                r.search(probe),
+                keys.binary_search(&probe),
+                "probe {probe:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn route_picks_the_last_separator_at_or_below_the_key() {
+        let r = routing(&[b"", b"m", b"t"]);
+        assert_eq!(r.route(Target::AtLeast(b"a")), 0);
+        assert_eq!(r.route(Target::AtLeast(b"m")), 1);
+        assert_eq!(r.route(Target::Below(b"m")), 0);
+        assert_eq!(r.route(Target::AtLeast(b"z")), 2);
+        assert_eq!(r.route(Target::Last), 2);
+    }
+}

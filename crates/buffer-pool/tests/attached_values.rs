@@ -1,0 +1,142 @@
+//! Values attached to frames and hinted lookups: what lets a B-tree read its inner nodes without
+//! latching them and find a leaf without the page hash.
+//!
+//! What would break: a value handed out after the page's bytes changed (a reader routed by old
+//! separators), or after the frame was given to another page; a hinted lookup returning a frame
+//! that holds another page, or a pin taken through a stale hint that is lost or never given back
+//! (a frame evicted while in use, or never evictable again).
+
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+mod common;
+
+use barracuda_buffer_pool::FrameNo;
+use common::{commit_change, pid, read_u64, setup, small_config, Rng};
+
+/// What `MemStore::stamp` writes at offset 0 of page `p` of space 1.
+fn stamp_word(p: u32) -> u64 {
+    1 | (u64::from(p) << 32)
+}
+
+#[test]
+fn a_value_is_handed_out_while_the_bytes_stay_as_they_were() {
+    let (_store, pool) = setup(small_config(64), 100);
+    let stamp = {
+        let page = pool.get_shared(pid(3)).unwrap();
+        page.attach(Box::new(42u32));
+        page.stamp()
+    };
+    let frame = stamp.frame();
+    let attached = pool.attached(frame, pid(3)).unwrap();
+    assert_eq!(attached.value::<u32>(), Some(&42));
+    assert_eq!(attached.value::<u64>(), None, "only as the type attached");
+    assert_eq!(attached.stamp(), stamp);
+    assert!(
+        pool.attached(frame, pid(4)).is_none(),
+        "the frame holds page 3"
+    );
+    assert!(pool.attached(FrameNo::from_raw(u32::MAX), pid(3)).is_none());
+    drop(attached);
+
+    // An exclusive latch alone changes nothing.
+    drop(pool.get_exclusive(pid(3)).unwrap());
+    assert!(pool.is_current(stamp));
+    assert!(pool.attached(frame, pid(3)).is_some());
+
+    // The first change does, before it is made.
+    let mut page = pool.get_exclusive(pid(3)).unwrap();
+    page[100] ^= 1;
+    assert!(
+        !pool.is_current(stamp),
+        "stale as soon as the bytes are taken mutably"
+    );
+    assert!(pool.attached(frame, pid(3)).is_none());
+    commit_change(&mut page, 10);
+    drop(page);
+    assert!(pool.attached(frame, pid(3)).is_none());
+
+    // Attached again under a shared latch, it is current again at the new version.
+    let page = pool.get_shared(pid(3)).unwrap();
+    page.attach(Box::new(43u32));
+    let again = page.stamp();
+    drop(page);
+    assert_ne!(again, stamp);
+    assert_eq!(
+        pool.attached(frame, pid(3)).unwrap().value::<u32>(),
+        Some(&43)
+    );
+}
+
+#[test]
+fn eviction_makes_the_value_stale_and_the_hint_miss() {
+    let (_store, pool) = setup(small_config(64), 400);
+    let stamp = {
+        let page = pool.get_shared(pid(3)).unwrap();
+        page.attach(Box::new("inner node"));
+        page.stamp()
+    };
+    let frame = stamp.frame();
+    {
+        let hinted = pool.get_shared_at(pid(3), frame).unwrap().unwrap();
+        assert_eq!(read_u64(&hinted, 0), stamp_word(3));
+        assert!(pool.get_shared_at(pid(4), frame).unwrap().is_none());
+    }
+    // Read enough other pages that page 3 leaves the pool.
+    for p in 100..300 {
+        drop(pool.get_shared(pid(p)).unwrap());
+    }
+    assert!(!pool.is_current(stamp));
+    assert!(pool.attached(frame, pid(3)).is_none());
+    assert!(pool.get_shared_at(pid(3), frame).unwrap().is_none());
+    assert!(pool
+        .get_shared_at(pid(3), FrameNo::from_raw(1 << 30))
+        .unwrap()
+        .is_none());
+}
+
+/// Readers follow hints that go stale all the time (a 32-frame pool over 400 pages, a second
+/// thread reading at random), then every frame must still be evictable: a pin taken through a
+/// stale hint and lost, or counted twice, would leave a frame that the final discard cannot free.
+#[test]
+fn hinted_lookups_under_eviction_never_see_another_page_and_keep_pins_balanced() {
+    const PAGES: u32 = 400;
+    let (_store, pool) = setup(small_config(32), PAGES);
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let pool = &pool;
+            s.spawn(move || {
+                let mut hints = vec![None::<FrameNo>; PAGES as usize];
+                let mut rng = Rng::new(7 + t);
+                let (mut hinted, mut looked_up) = (0u32, 0u32);
+                for _ in 0..150_000 {
+                    let p = rng.below(u64::from(PAGES)) as u32;
+                    let hint = hints[p as usize];
+                    let at_hint = hint.and_then(|f| pool.get_shared_at(pid(p), f).unwrap());
+                    let guard = if let Some(g) = at_hint {
+                        hinted += 1;
+                        g
+                    } else {
+                        looked_up += 1;
+                        pool.get_shared(pid(p)).unwrap()
+                    };
+                    assert_eq!(read_u64(&guard, 0), stamp_word(p), "page {p}");
+                    hints[p as usize] = Some(guard.stamp().frame());
+                    // Point some hints at frames that hold other pages.
+                    if p.is_multiple_of(5) {
+                        hints[((p + 1) % PAGES) as usize] = Some(guard.stamp().frame());
+                    }
+                }
+                assert!(
+                    hinted > 0 && looked_up > 0,
+                    "{hinted} hinted, {looked_up} not"
+                );
+            });
+        }
+    });
+    pool.discard_space(1);
+    let stats = pool.stats();
+    assert_eq!(
+        stats.free_pages, stats.capacity_pages,
+        "every frame is free again: {stats}"
+    );
+}
