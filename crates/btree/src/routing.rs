@@ -69,9 +69,16 @@ pub(crate) struct Routing {
     /// Key `i` is `keys[ends[i - 1]..ends[i]]` (from 0 for the first).
     ends: Box<[u32]>,
     keys: Box<[u8]>,
-    children: Box<[PageNo]>,
-    /// The frame each child was last found in (`NO_HINT`: none yet); checked at every use.
-    hints: Box<[AtomicU32]>,
+    /// Each child and the frame it was last found in, side by side: a descent reads both, and
+    /// the two in one cache line are one miss, not two.
+    links: Box<[Link]>,
+}
+
+/// A child page and a hint of its frame.
+struct Link {
+    child: PageNo,
+    /// The frame the child was last found in (`NO_HINT`: none yet); checked at every use.
+    hint: AtomicU32,
 }
 
 #[expect(
@@ -90,7 +97,7 @@ impl Routing {
     /// Decodes inner node `node` (a page error names the page).
     pub(crate) fn of(node: &NodeRef<'_>) -> Result<Self> {
         let len = node.len();
-        let (mut heads, mut ends, mut children) = (
+        let (mut heads, mut ends, mut links) = (
             Vec::with_capacity(len),
             Vec::with_capacity(len),
             Vec::with_capacity(len),
@@ -102,20 +109,22 @@ impl Routing {
             keys.extend_from_slice(key);
             // A page's keys total less than a page: the end fits in a u32.
             ends.push(u32::try_from(keys.len()).unwrap_or(u32::MAX));
-            children.push(node.child(i)?);
+            links.push(Link {
+                child: node.child(i)?,
+                hint: AtomicU32::new(NO_HINT),
+            });
         }
         Ok(Self {
             level: node.level(),
             heads: heads.into(),
             ends: ends.into(),
             keys: keys.into(),
-            children: children.into(),
-            hints: (0..len).map(|_| AtomicU32::new(NO_HINT)).collect(),
+            links: links.into(),
         })
     }
 
     fn len(&self) -> usize {
-        self.children.len()
+        self.links.len()
     }
 
     fn key(&self, i: usize) -> &[u8] {
@@ -163,15 +172,15 @@ impl Routing {
     }
 
     fn hint(&self, i: usize) -> Option<FrameNo> {
-        let raw = self.hints.get(i)?.load(Relaxed);
+        let raw = self.links.get(i)?.hint.load(Relaxed);
         (raw != NO_HINT).then(|| FrameNo::from_raw(raw))
     }
 
     /// Remembers where child `i` was found (stores only a change: the copy's lines stay shared).
     pub(crate) fn note_child(&self, i: usize, frame: FrameNo) {
-        if let Some(hint) = self.hints.get(i) {
-            if hint.load(Relaxed) != frame.to_raw() {
-                hint.store(frame.to_raw(), Relaxed);
+        if let Some(link) = self.links.get(i) {
+            if link.hint.load(Relaxed) != frame.to_raw() {
+                link.hint.store(frame.to_raw(), Relaxed);
             }
         }
     }
@@ -217,7 +226,7 @@ impl BTree {
             if with_fences && idx > 0 {
                 routed.lower = Some(node.key(idx).to_vec());
             }
-            let child = *node.children.get(idx)?;
+            let child = node.links.get(idx)?.child;
             if node.level == 1 {
                 routed.leaf = child;
                 routed.parent = Some((attached, idx));
@@ -317,8 +326,12 @@ mod tests {
                 })
                 .collect(),
             keys: keys.concat().into(),
-            children: (0..keys.len() as u32).collect(),
-            hints: keys.iter().map(|_| AtomicU32::new(NO_HINT)).collect(),
+            links: (0..keys.len() as u32)
+                .map(|child| Link {
+                    child,
+                    hint: AtomicU32::new(NO_HINT),
+                })
+                .collect(),
         }
     }
 
