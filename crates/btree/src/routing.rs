@@ -219,6 +219,9 @@ impl BTree {
                 return None;
             }
             *routed.stamps.get_mut(depth)? = Some(attached.stamp());
+            // The pool sees no hit on a page read through its copy: tell its LRU, or the
+            // root and inner pages, the hottest of all, would age out as unused.
+            pool.touch(attached.stamp());
             let idx = node.route(target);
             if with_fences && idx + 1 < node.len() {
                 routed.upper = Some(node.key(idx + 1).to_vec());

@@ -51,6 +51,16 @@ pub(crate) enum Due {
     Stay,
 }
 
+/// When a page was first accessed, as the old sublist's `old_blocks_time` rule sees it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum FirstAccess {
+    /// Milliseconds since the pool's epoch (+1), as `Descriptor::first_access_ms`.
+    At(u64),
+    /// A page shown hot otherwise (its attached value is in use, `attach.rs`): the window,
+    /// there to keep a scan's pages old, does not apply.
+    Proven,
+}
+
 /// Who evicts a page (for the counters).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Evictor {
@@ -441,8 +451,8 @@ impl Inner {
         if d.read_ahead.load(Relaxed) {
             d.read_ahead.store(false, Relaxed);
         }
-        match self.due_young(f, first) {
-            Due::Young => self.make_young(f, first),
+        match self.due_young(f, FirstAccess::At(first)) {
+            Due::Young => self.make_young(f, FirstAccess::At(first)),
             Due::KeptOld => inc(&self.counters.pages_not_made_young),
             Due::Stay => {}
         }
@@ -450,7 +460,7 @@ impl Inner {
     }
 
     /// InnoDB `buf_page_peek_if_too_old`: should an access to `f` move it to the LRU head?
-    pub(crate) fn due_young(&self, f: u32, first_access: u64) -> Due {
+    pub(crate) fn due_young(&self, f: u32, first_access: FirstAccess) -> Due {
         let clock = self.freed_page_clock.load(Relaxed);
         if clock == 0 {
             // Nothing was ever evicted: do not reorder (warm-up / in-memory workloads).
@@ -458,6 +468,9 @@ impl Inner {
         }
         let threshold = self.old_blocks_time_ms.load(Relaxed);
         if threshold > 0 && self.old_flags.get(f) {
+            let FirstAccess::At(first_access) = first_access else {
+                return Due::Young;
+            };
             if self.now_ms().saturating_sub(first_access) >= threshold {
                 return Due::Young;
             }

@@ -24,7 +24,7 @@ use std::sync::atomic::{
 
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::inner::{Due, Inner, Lists};
+use crate::inner::{Due, FirstAccess, Inner, Lists};
 use crate::stats::inc;
 
 /// Changes that may wait in the queue before a thread waits for the LRU mutex.
@@ -36,7 +36,10 @@ enum LruOp {
     /// A page read in joins the LRU: at the head if `young`, else at the old-sublist head.
     Add { frame: u32, young: bool },
     /// An access found the page due to be made young (first accessed at `first_access` ms).
-    MakeYoung { frame: u32, first_access: u64 },
+    MakeYoung {
+        frame: u32,
+        first_access: FirstAccess,
+    },
 }
 
 /// The queue of deferred changes (a leaf lock, held only to push or to take the whole queue).
@@ -72,7 +75,7 @@ impl Inner {
 
     /// Moves pinned frame `f`, found due by [`due_young`](Self::due_young), to the LRU head.
     /// InnoDB: `buf_page_make_young`.
-    pub(crate) fn make_young(&self, f: u32, first_access: u64) {
+    pub(crate) fn make_young(&self, f: u32, first_access: FirstAccess) {
         if let Some(mut lists) = self.lists_or_defer(LruOp::MakeYoung {
             frame: f,
             first_access,
@@ -129,7 +132,7 @@ impl Inner {
         }
     }
 
-    fn make_young_locked(&self, lists: &mut Lists, f: u32, first_access: u64) {
+    fn make_young_locked(&self, lists: &mut Lists, f: u32, first_access: FirstAccess) {
         // Decided again under the mutex: a page read in while the LRU was busy may have entered
         // it (old) only as the mutex was taken, after the decision was made without its old
         // flag; and a queued change is applied later than it was decided.

@@ -114,6 +114,13 @@ impl BufferPool {
         self.inner.is_current(stamp)
     }
 
+    /// Counts a use of the stamped page, as a hit does, for the LRU's choice: a page read only
+    /// through its attached value is otherwise never seen used and is evicted as cold. Writes
+    /// nothing shared unless the page is due to move to the LRU head.
+    pub fn touch(&self, stamp: FrameStamp) {
+        self.inner.touch(stamp);
+    }
+
     /// Pins page `id` and latches it exclusively, reading it from the store on a miss.
     pub fn get_exclusive(&self, id: PageId) -> Result<ExclusiveGuard<'_>, PoolError> {
         self.inner.fetch_exclusive(id)

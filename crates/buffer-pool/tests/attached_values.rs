@@ -140,3 +140,40 @@ fn hinted_lookups_under_eviction_never_see_another_page_and_keep_pins_balanced()
         "every frame is free again: {stats}"
     );
 }
+
+/// A page read only through its attached value (a B-tree's root, crossed by routed reads)
+/// must stay in the pool while other pages stream through it, as a page hit as often would:
+/// `touch` counts those uses, and makes the page young even within `old_blocks_time` (which
+/// would otherwise keep it in the old sublist, where a small pool evicts in milliseconds).
+#[test]
+fn touched_pages_stay_while_others_stream_through() {
+    let (_store, pool) = setup(small_config(64), 2_000);
+    // Fill the pool so that evictions have begun before the page is read.
+    for p in 1_000..1_100 {
+        drop(pool.get_shared(pid(p)).unwrap());
+    }
+    let stamp = {
+        let page = pool.get_shared(pid(3)).unwrap();
+        page.attach(Box::new("root"));
+        page.stamp()
+    };
+    for p in 100..900 {
+        pool.touch(stamp);
+        drop(pool.get_shared(pid(p)).unwrap());
+    }
+    assert!(
+        pool.is_current(stamp),
+        "page 3 was evicted although used all along"
+    );
+
+    // The control: without the touches it goes.
+    let other = {
+        let page = pool.get_shared(pid(4)).unwrap();
+        page.attach(Box::new("not used"));
+        page.stamp()
+    };
+    for p in 100..900 {
+        drop(pool.get_shared(pid(p)).unwrap());
+    }
+    assert!(!pool.is_current(other));
+}
