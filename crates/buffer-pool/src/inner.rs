@@ -383,6 +383,8 @@ impl Inner {
                     if frame.desc.poisoned.load(Relaxed) {
                         return Err(PoolError::PoisonedPage { page: id });
                     }
+                    // New bytes: what was derived from the old ones is stale from now on.
+                    frame.desc.bump_version();
                     latch.fill(0);
                     // A new page: whatever block the old one had describes nothing now.
                     if let Some(g) = self.take_zip(f) {
