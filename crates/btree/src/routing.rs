@@ -19,8 +19,10 @@
 //! started and now waits for the leaf's latch. A descent whose check fails falls back to the
 //! latched descent, which also builds the routing copies it finds missing or stale.
 //!
-//! A copy is a few bytes more than the node's keys; only inner pages get one (about one page
-//! in a hundred), and a frame's copy is dropped when the frame is reused.
+//! A copy takes 20 bytes an entry plus the key (28 for an 8-byte key, where the page's record
+//! and slot take 17), so about 1.6 times its node's used bytes; only inner pages get one (one
+//! page in several hundred: 16 above ~13,000 leaves for a million 188-byte rows at 16 KiB),
+//! and a frame's copy is dropped when the frame is reused.
 
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
