@@ -6,7 +6,7 @@
 
 use barracuda_benches::{be_key, leaf_page, sealed_page, Rng};
 use barracuda_page::{
-    checksum, seal_page, verify_page, FileHeader, PageId, PageSize, PageType, Record,
+    checksum, seal_page, verify_page, FileHeader, IndexPage, PageId, PageSize, PageType, Record,
 };
 use criterion::{criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -86,6 +86,38 @@ fn bench_index_search(c: &mut Criterion) {
     group.finish();
 }
 
+/// Search for a random existing key in a full leaf whose keys are spread unevenly (`i⁴`): the
+/// interpolation's first guess is wrong, and the gallop and bisection after it are what count.
+fn bench_index_search_uneven(c: &mut Criterion) {
+    let mut group = c.benchmark_group("index_search_uneven");
+    for ps in SIZES {
+        let mut page = IndexPage::init(vec![0u8; ps.bytes()], ps, PageId::new(1, 3), 0, 7)
+            .expect("a page of the right size");
+        let value = vec![0xA5u8; VALUE_LEN];
+        let mut keys = Vec::new();
+        for i in 0u64.. {
+            let key = be_key(i.pow(4));
+            if page
+                .insert(page.len(), &Record::inline(&key, &value))
+                .is_err()
+            {
+                break;
+            }
+            keys.push(key);
+        }
+        let mut rng = Rng::new(0x005E_A2C4);
+        let id = format!("{}/{}recs", size_label(ps), keys.len());
+        group.bench_function(BenchmarkId::from_parameter(id), |b| {
+            b.iter_batched(
+                || keys[rng.below(keys.len() as u64) as usize],
+                |key| page.search(black_box(&key)),
+                BatchSize::SmallInput,
+            );
+        });
+    }
+    group.finish();
+}
+
 /// Insert of one record at a random position of a half-full leaf (keys 0, 2, 4, ...; the new
 /// key is odd so it always lands between two records), at the position a search found. Each
 /// iteration starts from a fresh copy of the half-full page; the copy and the search are not
@@ -119,7 +151,7 @@ fn bench_index_insert(c: &mut Criterion) {
 mod group {
     use super::{
         bench_checksum, bench_file_header, bench_index_insert, bench_index_search,
-        bench_seal_verify,
+        bench_index_search_uneven, bench_seal_verify,
     };
     criterion::criterion_group!(
         benches,
@@ -127,6 +159,7 @@ mod group {
         bench_seal_verify,
         bench_file_header,
         bench_index_search,
+        bench_index_search_uneven,
         bench_index_insert
     );
 }

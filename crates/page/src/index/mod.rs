@@ -14,6 +14,7 @@
 
 mod mutate;
 mod record;
+mod search;
 mod split;
 #[cfg(test)]
 mod tests;
@@ -388,34 +389,6 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
     /// Bytes of record `i` on the split paths (see [`trusted_record`](Self::trusted_record)).
     pub(crate) fn trusted_size_at(&self, i: usize) -> usize {
         record_size(&self.trusted_record(i))
-    }
-
-    /// Binary search for `key` in memcmp order, like [`slice::binary_search`]: `Ok(i)` if record
-    /// `i` has this key, else `Err(i)` where it would be inserted.
-    pub fn search(&self, key: &[u8]) -> Result<usize, usize> {
-        // Hot path of every descent: read only slot and key bytes, with the heap top loaded
-        // once (decoding whole records here cost ~3x; measured with `cargo bench --bench page`).
-        let (mut lo, mut hi) = (0, self.len());
-        let (bytes, heap_top) = (self.as_bytes(), self.heap_top());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            // The records of both possible next probes start loading while this one's key is
-            // read and compared (each probe is otherwise a cache miss waiting on the last).
-            let (left, right) = (lo + (mid - lo) / 2, mid + 1 + (hi - mid - 1) / 2);
-            if left < mid {
-                crate::prefetch::prefetch(bytes, self.slot(left));
-            }
-            if right < hi {
-                crate::prefetch::prefetch(bytes, self.slot(right));
-            }
-            let probe = Record::decode_key(bytes, self.slot(mid), heap_top).unwrap_or(&[]);
-            match crate::prefetch::compare_keys(probe, key) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Ok(mid),
-            }
-        }
-        Err(lo)
     }
 
     /// For an internal node: the index of the child whose subtree may hold `key`, i.e. the last

@@ -536,3 +536,69 @@ fn an_undecodable_or_missing_record_is_an_error_naming_the_page() {
     );
     assert!(IndexPage::open(bytes.as_slice(), ps).is_err());
 }
+
+#[expect(
+    clippy::big_endian_bytes,
+    reason = "big-endian integers sort in numeric order under memcmp"
+)]
+/// Keys of one of the shapes a page meets: evenly spread integers (where interpolation
+/// guesses right), skewed integers (where it guesses wrong), strings sharing a long prefix
+/// (heads all equal: no interpolation), and short random byte strings.
+fn key_set() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    let even = (1u64..1_000, 0u64..1_000_000_000, 16usize..200).prop_map(|(step, start, n)| {
+        (0..n as u64)
+            .map(|i| (start + i * step).to_be_bytes().to_vec())
+            .collect()
+    });
+    let skewed = proptest::collection::vec(0u32..64, 16..200).prop_map(|exps| {
+        exps.iter()
+            .enumerate()
+            .map(|(i, e)| ((1u64 << (e % 64)) + i as u64).to_be_bytes().to_vec())
+            .collect()
+    });
+    let prefixed = proptest::collection::vec("[a-z]{0,6}", 16..200).prop_map(|tails| {
+        tails
+            .iter()
+            .map(|t| format!("customer:{t}").into_bytes())
+            .collect()
+    });
+    let short = proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..5), 16..200);
+    prop_oneof![even, skewed, prefixed, short]
+}
+
+proptest! {
+    /// The search (interpolation, gallop, bisection) answers as `slice::binary_search` does,
+    /// for every key on the page, just around each, and far outside the range.
+    #[test]
+    fn search_agrees_with_binary_search(keys in key_set(), extra in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..10), 0..20)) {
+        let mut keys = keys;
+        keys.sort();
+        keys.dedup();
+        let ps = PageSize::K16;
+        let mut page = leaf(ps);
+        let mut stored: Vec<Vec<u8>> = Vec::new();
+        for key in &keys {
+            if page.insert(stored.len(), &Record::inline(key, b"v")).is_err() {
+                break;
+            }
+            stored.push(key.clone());
+        }
+        let mut probes = stored.clone();
+        for key in &stored {
+            let mut after = key.clone();
+            after.push(0);
+            probes.push(after);
+            if let Some((last, rest)) = key.split_last() {
+                let mut before = rest.to_vec();
+                before.push(last.wrapping_sub(1));
+                probes.push(before);
+            }
+        }
+        probes.extend(extra);
+        probes.push(Vec::new());
+        probes.push(vec![0xff; 12]);
+        for probe in &probes {
+            prop_assert_eq!(page.search(probe), stored.binary_search(probe), "probe {:?}", probe);
+        }
+    }
+}
