@@ -4,13 +4,14 @@
 //! A search in a leaf that is not in the CPU cache pays a cache miss per probe, each waiting
 //! for the one before: ~7 for the ~80 records of a 16 KiB leaf, 35–40 % of a warm point get.
 //! Keys are often spread evenly over a page's range (integers from a sequence, timestamps), and
-//! then the key's position between the first and the last key, read as big-endian numbers,
-//! points at or next to its record: two probes (the first and last records, loaded together)
-//! and one or two more. Where it guesses wrong, a gallop from the guess brackets the key within
-//! [`GALLOP_STEPS`] probes and a binary search finishes inside the bracket, so an uneven page
-//! costs at most a few probes more than a binary search (Van Sandt et al., "Efficiently
-//! Searching In-Memory Sorted Arrays: Revenge of the Interpolation Search?", SIGMOD 2019, make
-//! the same trade).
+//! then the key's position between two known keys, read as big-endian numbers, points at or
+//! next to its record. The first, middle and last records are loaded together (one miss's
+//! wait); the middle one picks the half, as a bisection's first probe would, and tells whether
+//! the keys are even. If they are, the position is interpolated inside the half and a short
+//! gallop ([`GALLOP_STEPS`]) and a bisection of the bracket finish: about three waits instead
+//! of seven. If not, the bisection simply goes on in the half, having paid two extra loads
+//! that overlapped the middle one's (Van Sandt et al., "Efficiently Searching In-Memory Sorted
+//! Arrays: Revenge of the Interpolation Search?", SIGMOD 2019, weigh the same trade).
 
 use std::cmp::Ordering;
 
