@@ -27,7 +27,7 @@
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use barracuda_buffer_pool::{Attached, FrameNo, FrameStamp, SharedGuard};
-use barracuda_page::PageNo;
+use barracuda_page::{key_head as head, PageNo};
 
 use crate::error::Result;
 use crate::node::NodeRef;
@@ -81,18 +81,6 @@ struct Link {
     child: PageNo,
     /// The frame the child was last found in (`NO_HINT`: none yet); checked at every use.
     hint: AtomicU32,
-}
-
-#[expect(
-    clippy::big_endian_bytes,
-    reason = "a comparison in memory order: big-endian words order as their bytes do"
-)]
-fn head(key: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    for (w, k) in word.iter_mut().zip(key) {
-        *w = *k;
-    }
-    u64::from_be_bytes(word)
 }
 
 impl Routing {

@@ -53,9 +53,9 @@ pub use header::{
 };
 pub use ids::{Lsn, PageId, PageIdBuildHasher, PageIdHasher, PageNo, PageSize, SpaceId, FIL_NULL};
 pub use index::{
-    index_capacity, max_inline_value_len, max_key_len, max_overflow_prefix_len, max_record_size,
-    record_size, IndexPage, Record, RecordRef, SplitPoint, SysFields, ValueRef, INLINE_HEADER_SIZE,
-    MAX_ROLL_PTR, MAX_TRX_ID, OVERFLOW_HEADER_SIZE, SYS_FIELDS_SIZE,
+    index_capacity, key_head, max_inline_value_len, max_key_len, max_overflow_prefix_len,
+    max_record_size, record_size, IndexPage, Record, RecordRef, SplitPoint, SysFields, ValueRef,
+    INLINE_HEADER_SIZE, MAX_ROLL_PTR, MAX_TRX_ID, OVERFLOW_HEADER_SIZE, SYS_FIELDS_SIZE,
 };
 pub use overflow::{payload_capacity, OverflowPage};
 pub use space::{bit_index, bitmap_page_for, pages_per_bitmap, AllocationBitmap, SpaceHeader};

@@ -15,6 +15,7 @@
 mod mutate;
 mod record;
 mod search;
+pub use search::key_head;
 mod split;
 #[cfg(test)]
 mod tests;

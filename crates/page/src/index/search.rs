@@ -29,13 +29,14 @@ const GALLOP_STEPS: u32 = 2;
 /// heads' span (1/8) from the span's midpoint.
 const EVEN_TOLERANCE: u64 = 8;
 
-/// A key's first eight bytes as a big-endian number (zero-padded): order-preserving, so
-/// `head(a) < head(b)` implies `a < b`.
+/// A key's first eight bytes as a big-endian number, zero-padded: order-preserving, so
+/// `key_head(a) < key_head(b)` implies `a < b` in memcmp order (equal heads decide nothing).
+/// What the search interpolates on, and what a B-tree's routing copies compare first.
 #[expect(
     clippy::big_endian_bytes,
     reason = "a comparison in memory order: big-endian words order as their bytes do"
 )]
-fn head(key: &[u8]) -> u64 {
+pub fn key_head(key: &[u8]) -> u64 {
     let mut word = [0u8; 8];
     for (w, k) in word.iter_mut().zip(key) {
         *w = *k;
@@ -106,12 +107,12 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
         let (last, mid) = (n - 1, n / 2);
         self.prefetch_probe(last);
         self.prefetch_probe(mid);
-        let first_head = head(self.probe_key(0, heap_top));
-        let last_head = head(self.probe_key(last, heap_top));
+        let first_head = key_head(self.probe_key(0, heap_top));
+        let last_head = key_head(self.probe_key(last, heap_top));
         if first_head >= last_head {
             return None;
         }
-        let wanted = head(key);
+        let wanted = key_head(key);
         // Strictly outside the heads' range, the key is outside the records' range.
         if wanted < first_head {
             return Some(Err(0));
@@ -124,7 +125,7 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
         if order == Ordering::Equal {
             return Some(Ok(mid));
         }
-        let mid_head = head(mid_key);
+        let mid_head = key_head(mid_key);
         let span = last_head - first_head;
         let linear_mid = first_head + span / 2;
         let even = mid_head.abs_diff(linear_mid) <= span / EVEN_TOLERANCE;
