@@ -77,10 +77,26 @@ pub struct StoredRecord {
 impl BTree {
     /// The record stored under `key`, without following an overflow chain.
     pub fn get_stored(&self, key: &[u8]) -> Result<Option<StoredRecord>> {
+        self.stored(key, false)
+    }
+
+    /// As [`get_stored`](Self::get_stored), for a writer about to change the row (or its
+    /// leaf): the same answer, but the descent leaves the inner nodes' routing copies alone
+    /// where a reader's would rebuild them, since the change that follows may make them stale.
+    pub fn get_stored_to_change(&self, key: &[u8]) -> Result<Option<StoredRecord>> {
+        self.stored(key, true)
+    }
+
+    fn stored(&self, key: &[u8], to_change: bool) -> Result<Option<StoredRecord>> {
         if key.len() > node::max_key_len(self.ctx.pool.page_size()) {
             return Ok(None);
         }
-        let leaf = self.descend(Target::AtLeast(key), false)?;
+        let target = Target::AtLeast(key);
+        let leaf = if to_change {
+            self.descend_to_change(target)?
+        } else {
+            self.descend(target, false)?
+        };
         let id = leaf.guard.page_id();
         let node = NodeRef::open(&leaf.guard, id, self)?;
         match node.search(key) {

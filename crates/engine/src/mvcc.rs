@@ -158,7 +158,7 @@ impl Mvcc {
             roll_ptr: ptr.to_u64(),
             deleted,
         };
-        match (tree.get_stored(key)?, value) {
+        match (tree.get_stored_to_change(key)?, value) {
             (None, Some(v)) => {
                 let ptr = self.undo.append(log, UndoKind::Insert, space, key)?;
                 tree.put_versioned(key, v, sys(ptr, false))?;
@@ -375,7 +375,7 @@ pub(crate) fn undo_one(
             (key, Some(old))
         }
     };
-    let Some(current) = tree.get_stored(&key)? else {
+    let Some(current) = tree.get_stored_to_change(&key)? else {
         return Ok(());
     };
     if current.sys.trx_id != trx_id || current.sys.roll_ptr != ptr.to_u64() {

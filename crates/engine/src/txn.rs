@@ -268,7 +268,7 @@ impl<'e> Transaction<'e> {
         let table_err = |e| Error::table(table.name(), e);
         // The lock is held: the row is as the last transaction to lock it left it (committed
         // or rolled back before it let go), or as this one wrote it.
-        match tree.get_stored(key).map_err(table_err)? {
+        match tree.get_stored_to_change(key).map_err(table_err)? {
             Some(current) if !current.sys.deleted => tree
                 .read_stored(&current.value)
                 .map(Some)
