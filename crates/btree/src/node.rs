@@ -168,6 +168,12 @@ impl<B: AsRef<[u8]>> Node<B> {
     }
 
     /// Key, value and transaction fields of record `i`, decoded once (scans).
+    #[expect(
+        clippy::inline_always,
+        reason = "out of line, the row came back through the stack and was read back whole: \
+                  a store-forwarding stall per record of a scan (see `Record::decode`)"
+    )]
+    #[inline(always)]
     pub(crate) fn row(&self, i: usize) -> Result<(&[u8], Value<'_>, SysFields)> {
         self.page
             .record(i)

@@ -351,6 +351,11 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
     /// Decodes the record at heap offset `off`, with its encoded length. Fails, naming the
     /// page, when the bytes there do not decode (only possible on a page opened with
     /// [`open_trusted`](Self::open_trusted) that would not pass [`open`](Self::open)).
+    #[expect(
+        clippy::inline_always,
+        reason = "on the scan and point-read paths; see `Record::decode`"
+    )]
+    #[inline(always)]
     pub(crate) fn record_at(&self, off: usize) -> Result<(Record<'_>, usize), PageError> {
         Record::decode(self.as_bytes(), off, self.heap_top()).map_err(|what| {
             PageError::corrupt(self.page_id(), format!("record at offset {off}: {what}"))
@@ -359,6 +364,11 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
 
     /// Record `i` in key order. Fails with [`PageError::Corrupt`] naming the page when
     /// `i >= len()` or the record does not decode; never an empty stand-in.
+    #[expect(
+        clippy::inline_always,
+        reason = "on the scan and point-read paths; see `Record::decode`"
+    )]
+    #[inline(always)]
     pub fn record(&self, i: usize) -> Result<Record<'_>, PageError> {
         if i >= self.len() {
             return Err(PageError::corrupt(
