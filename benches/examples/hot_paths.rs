@@ -10,7 +10,8 @@
 //!
 //! Environment: `HOT_PATHS_POLICY=legacy|backoff|eager` picks the free-page policy (default
 //! eager); `HOT_PATHS_PAGE=4|8|16|32|64` the page size in KiB (default 16);
-//! `HOT_PATHS_LOAD=random` loads the keys shuffled; `HOT_PATHS_LOAD_POOL_PCT` sizes the pool for
+//! `HOT_PATHS_LOAD=random` loads the keys shuffled; `HOT_PATHS_PUT=many` loads each batch with
+//! one `Transaction::put_many` instead of a `put` per row; `HOT_PATHS_LOAD_POOL_PCT` sizes the pool for
 //! the load (percent of the data, default 300); `HOT_PATHS_POOL_STATUS=1` prints the pool's
 //! status after the load (phase `load`) and after `get_quarter`.
 //!
@@ -77,12 +78,25 @@ fn load(db: &Engine, t: &Table, rows: u64) {
             keys.swap(i, (rng.next() % (i as u64 + 1)) as usize);
         }
     }
-    let mut value = [b'7'; VALUE_LEN];
+    let value_of = |k: u64| {
+        let mut value = [b'7'; VALUE_LEN];
+        value[..8].copy_from_slice(&k.wrapping_mul(2_654_435_761).to_le_bytes());
+        value
+    };
+    let put_many = std::env::var("HOT_PATHS_PUT").as_deref() == Ok("many");
     for batch in keys.chunks(BATCH as usize) {
         let mut tx = db.begin();
-        for &k in batch {
-            value[..8].copy_from_slice(&k.wrapping_mul(2_654_435_761).to_le_bytes());
-            tx.put(t, &k.to_be_bytes(), &value).unwrap();
+        if put_many {
+            let rows: Vec<([u8; 8], [u8; VALUE_LEN])> = batch
+                .iter()
+                .map(|&k| (k.to_be_bytes(), value_of(k)))
+                .collect();
+            tx.put_many(t, rows.iter().map(|(k, v)| (&k[..], &v[..])))
+                .unwrap();
+        } else {
+            for &k in batch {
+                tx.put(t, &k.to_be_bytes(), &value_of(k)).unwrap();
+            }
         }
         tx.commit().unwrap();
     }

@@ -28,6 +28,19 @@ pub enum InPlace<'a> {
 pub type PrepareInPlace<'p, 't> =
     dyn FnMut(&mut Mtr<'t>, Option<&StoredRecord>) -> Result<Option<SysFields>> + 'p;
 
+/// The caller's part of [`BTree::put_run_in_place`]: as [`PrepareInPlace`], for the run's row
+/// at the given index.
+pub type PrepareRunRow<'p, 't> =
+    dyn FnMut(&mut Mtr<'t>, usize, Option<&StoredRecord>) -> Result<Option<SysFields>> + 'p;
+
+/// At most this many rows go in one mini-transaction of [`BTree::put_run_in_place`], and at
+/// most [`MAX_RUN_BYTES`] of keys and values: an mtr's redo must fit the log buffer, and the
+/// pages it holds stay latched until it commits.
+pub const MAX_RUN_ROWS: usize = 128;
+
+/// See [`MAX_RUN_ROWS`].
+pub const MAX_RUN_BYTES: usize = 64 * 1024;
+
 /// What [`BTree::change_in_place`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InPlaceOutcome {
@@ -108,6 +121,98 @@ impl BTree {
         mtr.changed(leaf);
         mtr.commit()?;
         Ok(InPlaceOutcome::Done)
+    }
+}
+
+impl BTree {
+    /// Puts a run of rows, keys strictly ascending, into the leaf of the first one, in place
+    /// and in **one** mini-transaction (with whatever `prepare` logs for each): the batched
+    /// form of [`change_in_place`](Self::change_in_place) for `InPlace::Put`, which spends one
+    /// descent, one latch and one redo append on every row a leaf takes instead of one each.
+    ///
+    /// The run stops before the first row that does not belong to that leaf (a key past its
+    /// last key when it has a right sibling: the fence is not known here), does not fit it,
+    /// needs an overflow chain, is not above the row before it, or that `prepare` declines,
+    /// and after [`MAX_RUN_ROWS`] rows or [`MAX_RUN_BYTES`]. Returns how many rows, from the
+    /// first, were put (0: nothing changed; take the general path for the first row). On an
+    /// error, the mtr is abandoned and its pages poisoned, as any failed mtr: none of the run
+    /// is in the tree or the log.
+    pub fn put_run_in_place<'t>(
+        &'t self,
+        rows: &[(&[u8], &[u8])],
+        prepare: &mut PrepareRunRow<'_, 't>,
+    ) -> Result<usize> {
+        let Some(&(first, _)) = rows.first() else {
+            return Ok(0);
+        };
+        self.check_key(first)?;
+        // A compressed tree's block may refuse a row after `prepare` logged its part.
+        if self.zip.is_some() {
+            return Ok(0);
+        }
+        let mut leaf = self.descend_leaf_exclusive(first)?;
+        let id = leaf.page_id();
+        let mut mtr = self.mtr();
+        let (mut done, mut bytes) = (0, 0);
+        let mut previous: Option<&[u8]> = None;
+        for (i, &(key, value)) in rows.iter().enumerate() {
+            bytes += key.len() + value.len();
+            if i == MAX_RUN_ROWS
+                || (i > 0 && bytes > MAX_RUN_BYTES)
+                || previous.is_some_and(|p| p >= key)
+                || self.check_key(key).is_err()
+                || self.needs_overflow(key.len(), value)
+            {
+                break;
+            }
+            let (current, fit) = {
+                let node = NodeRef::open(&leaf, id, self)?;
+                if i > 0 && node.next().is_some() {
+                    // Not the rightmost leaf: only keys up to its last one surely belong here.
+                    let last = node.len().checked_sub(1).map(|l| node.key(l)).transpose()?;
+                    if last.is_none_or(|last| key > last) {
+                        break;
+                    }
+                }
+                let current = match node.search(key) {
+                    Ok(pos) => Some(StoredRecord {
+                        value: StoredValue::of(id, node.value(pos)?)?,
+                        sys: node.sys(pos)?,
+                    }),
+                    Err(_) => None,
+                };
+                let probe = LeafRecord {
+                    key,
+                    value: Value::Inline(value),
+                    sys: SysFields::default(),
+                };
+                (current, LeafFit::of(&node, self, probe, false)?)
+            };
+            if !fit.fits {
+                break;
+            }
+            let Some(sys) = prepare(&mut mtr, i, current.as_ref())? else {
+                break;
+            };
+            let record = LeafRecord {
+                key,
+                value: Value::Inline(value),
+                sys,
+            };
+            if fit.apply(&mut mtr, &mut leaf, self, record)? != Placed::Done {
+                return Err(BTreeError::corrupt(
+                    id,
+                    "an uncompressed leaf refused a record that fits it",
+                ));
+            }
+            done += 1;
+            previous = Some(key);
+        }
+        if done > 0 {
+            mtr.changed(leaf);
+            mtr.commit()?;
+        }
+        Ok(done)
     }
 }
 

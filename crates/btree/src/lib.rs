@@ -59,7 +59,9 @@ mod zip;
 pub use alloc::PageAllocator;
 pub use check::TreeStats;
 pub use error::{BTreeError, Result};
-pub use in_place::{InPlace, InPlaceOutcome, PrepareInPlace};
+pub use in_place::{
+    InPlace, InPlaceOutcome, PrepareInPlace, PrepareRunRow, MAX_RUN_BYTES, MAX_RUN_ROWS,
+};
 pub use iter::{RangeIter, VersionedRow};
 pub use mtr::{IndexChange, LogSink, LsnRange, Mtr, MtrSummary, PageChange, PlaceholderLog};
 pub use node::{max_key_len, MAX_VALUE_LEN};

@@ -278,6 +278,16 @@ impl<'a> Mtr<'a> {
         self.changed.push(guard);
     }
 
+    /// Takes back the latched page `id` if this mtr holds it (handed over by
+    /// [`changed`](Self::changed)), so that the same mtr can change it again: a page latch is
+    /// not reentrant, and latching it anew would wait on the mtr's own latch. Hand it back
+    /// with `changed`; a taken guard dropped after a change is a change never logged, which
+    /// poisons the page as any abandoned change does.
+    pub fn take_changed(&mut self, id: PageId) -> Option<ExclusiveGuard<'a>> {
+        let at = self.changed.iter().position(|g| g.page_id() == id)?;
+        Some(self.changed.remove(at))
+    }
+
     /// Number of pages changed so far.
     pub fn len(&self) -> usize {
         self.changed.len()

@@ -221,6 +221,39 @@ impl Mvcc {
         })
     }
 
+    /// [`write_in_place`](Self::write_in_place) for a run of puts, keys strictly ascending:
+    /// as many rows as the first one's leaf takes in place, with their undo records, in one
+    /// mini-transaction (`BTree::put_run_in_place`). Returns how many rows, from the first,
+    /// were written; 0 leaves the first to the general path.
+    pub(crate) fn write_run_in_place(
+        &self,
+        tree: &BTree,
+        log: &mut UndoLog,
+        trx_id: u64,
+        rows: &[(&[u8], &[u8])],
+    ) -> std::result::Result<usize, barracuda_btree::BTreeError> {
+        let space = tree.space();
+        let undo = &self.undo;
+        tree.put_run_in_place(rows, &mut |mtr, i, current| {
+            let Some(&(key, _)) = rows.get(i) else {
+                return Ok(None);
+            };
+            let (kind, version) = match current {
+                None => (UndoKind::Insert, None),
+                Some(old) => (UndoKind::Update, Some(encode_version(key, old)?)),
+            };
+            let payload = version.as_deref().unwrap_or(key);
+            let Some(ptr) = undo.append_in(mtr, log, kind, space, payload)? else {
+                return Ok(None);
+            };
+            Ok(Some(SysFields {
+                trx_id,
+                roll_ptr: ptr.to_u64(),
+                deleted: false,
+            }))
+        })
+    }
+
     /// The value of `key` that `view` sees.
     pub(crate) fn read_in(
         &self,

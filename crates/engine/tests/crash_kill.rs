@@ -350,13 +350,46 @@ fn run_writer(db: &Engine, tables: &[Table], seed: u64, w: usize, stop: &AtomicB
     let mut n = read_meta(db, &tables[META], w).unwrap_or_else(|e| panic!("child: {e}")) + 1;
     while !stop.load(Ordering::Relaxed) {
         let mut tx = db.begin();
-        for write in transaction(seed, w, n) {
-            let table = &tables[write.table];
-            match &write.value {
-                Some(value) => tx.put(table, &write.key, value),
-                None => tx.delete(table, &write.key),
+        let writes = transaction(seed, w, n);
+        if n.is_multiple_of(2) {
+            // Every other transaction stages its puts with `put_many`: each table's writes in
+            // their order, a run of puts at a time (a delete ends a run). Tables hold disjoint
+            // rows, and the transaction commits whole, so only each table's order matters.
+            for (i, table) in tables.iter().enumerate() {
+                let mine: Vec<&Write> = writes.iter().filter(|x| x.table == i).collect();
+                let mut at = 0;
+                while let Some(write) = mine.get(at) {
+                    let run = mine
+                        .get(at..)
+                        .unwrap_or_default()
+                        .iter()
+                        .take_while(|x| x.value.is_some())
+                        .count();
+                    let staged = if run == 0 {
+                        at += 1;
+                        tx.delete(table, &write.key)
+                    } else {
+                        let rows = mine.get(at..at + run).unwrap_or_default().iter();
+                        at += run;
+                        tx.put_many(
+                            table,
+                            rows.filter_map(|x| Some((&x.key[..], x.value.as_deref()?))),
+                        )
+                    };
+                    staged.unwrap_or_else(|e| {
+                        panic!("child: staging writer {w}'s {n}: {}", chain(&e))
+                    });
+                }
             }
-            .unwrap_or_else(|e| panic!("child: staging writer {w}'s {n}: {}", chain(&e)));
+        } else {
+            for write in &writes {
+                let table = &tables[write.table];
+                match &write.value {
+                    Some(value) => tx.put(table, &write.key, value),
+                    None => tx.delete(table, &write.key),
+                }
+                .unwrap_or_else(|e| panic!("child: staging writer {w}'s {n}: {}", chain(&e)));
+            }
         }
         tx.commit()
             .unwrap_or_else(|e| panic!("child: committing writer {w}'s {n}: {}", chain(&e)));

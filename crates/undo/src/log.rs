@@ -461,24 +461,40 @@ impl UndoSpace {
             undo_no: log.records,
             payload,
         };
+        // A run of rows in one mtr (`BTree::put_run_in_place`) appends several records: the
+        // log's pages are then the mtr's already.
         let first_id = self.page_id(log.first_page);
-        let mut header = self.pool.get_exclusive(first_id)?;
-        let mut last = if log.last_page == log.first_page {
-            None
-        } else {
-            Some(self.pool.get_exclusive(self.page_id(log.last_page))?)
+        let (mut header, header_taken) = match mtr.take_changed(first_id) {
+            Some(guard) => (guard, true),
+            None => (self.pool.get_exclusive(first_id)?, false),
         };
-        {
+        let (mut last, last_taken) = if log.last_page == log.first_page {
+            (None, false)
+        } else {
+            let id = self.page_id(log.last_page);
+            match mtr.take_changed(id) {
+                Some(guard) => (Some(guard), true),
+                None => (Some(self.pool.get_exclusive(id)?), false),
+            }
+        };
+        let fits = {
             // Through shared borrows first: a guard borrowed mutably and not handed to the mtr
             // counts as a change never logged.
             let target = last.as_ref().unwrap_or(&header);
             let id = target.page_id();
-            if !UndoPage::open_trusted(&target[..], page_size)
+            UndoPage::open_trusted(&target[..], page_size)
                 .map_err(page_err(id))?
                 .fits(&record)
-            {
-                return Ok(None);
+        };
+        if !fits {
+            // Give back what the mtr held (it may have changed them for earlier rows).
+            if let Some(last) = last.filter(|_| last_taken) {
+                mtr.changed(last);
             }
+            if header_taken {
+                mtr.changed(header);
+            }
+            return Ok(None);
         }
         let records = log.records + 1;
         let offset = append_described(mtr, &mut header, last.as_mut(), &record, records)?;

@@ -1,6 +1,9 @@
 //! Barracuda: one table, `Durability::Background` (the redo log on, no sync at commit: InnoDB's
 //! `innodb_flush_log_at_trx_commit = 0`), the buffer pool sized by the caller.
 //!
+//! Loads write each batch with `Transaction::put_many` (the engine's batch write, as the RocksDB
+//! side writes a `WriteBatch`): a leaf's rows in one mini-transaction.
+//!
 //! Reads use the lending reads, `Engine::get_with` and `Engine::scan`: rows are seen in place,
 //! as LMDB's, redb's and RocksDB's borrowed slices are (the copying `get` / `range` are what
 //! `cargo bench --bench engine` measures beside them).
@@ -42,9 +45,7 @@ impl Db {
 impl PeerDb for Db {
     fn write_batch(&self, batch: &Batch, _last: bool) -> Result<()> {
         let mut tx = self.engine.begin();
-        for (k, v) in batch.rows() {
-            tx.put(&self.table, k, v)?;
-        }
+        tx.put_many(&self.table, batch.rows())?;
         tx.commit()?;
         Ok(())
     }

@@ -1,0 +1,178 @@
+//! `Transaction::put_many` through the public API: the same rows as a `put` per row (later
+//! rows of a key winning), across leaf splits, overflow values and updates; invisible to
+//! others until commit, undone whole by rollback; bad rows refused before anything is locked
+//! or written; its rows locked against other writers.
+#![expect(
+    clippy::unwrap_used,
+    reason = "shared helpers called from #[test] fns; allow-unwrap-in-tests covers only the fns"
+)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use barracuda::{Engine, EngineOptions, Error, PageSize, Table, TableOptions};
+
+fn open(dir: &std::path::Path) -> Engine {
+    Engine::open(
+        dir,
+        EngineOptions::default()
+            .page_size(PageSize::K4)
+            .buffer_pool_bytes(1 << 20)
+            .lock_wait_timeout(Duration::from_millis(50)),
+    )
+    .unwrap()
+}
+
+fn rows(db: &Engine, t: &Table) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    db.range(t, ..).unwrap().map(Result::unwrap).collect()
+}
+
+/// xorshift64*: a reproducible stream of choices.
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+/// A batch of rows: keys from a small range (so that batches repeat keys, within themselves
+/// and across batches), in random or ascending order; values mostly small, some off-page on
+/// 4 KiB pages, some empty.
+fn batch(rng: &mut Rng, round: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let n = 1 + rng.below(300);
+    let ascending = rng.below(2) == 0;
+    let start = rng.below(1500);
+    (0..n)
+        .map(|i| {
+            let k = if ascending {
+                start + i
+            } else {
+                rng.below(2000)
+            };
+            let len = match rng.below(20) {
+                0 => 6000,
+                1 => 0,
+                _ => 20 + rng.below(400) as usize,
+            };
+            let tag = (round as u8) ^ (i as u8);
+            (
+                format!("k{k:06}").into_bytes(),
+                (0..len).map(|j| tag ^ (j % 251) as u8).collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn put_many_writes_what_a_put_per_row_writes_and_rollback_undoes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let (mut committed, mut rolled_back) = (0, 0);
+    for round in 0..60u64 {
+        let rows_in = batch(&mut rng, round);
+        let snapshot = db.snapshot();
+        let mut tx = db.begin();
+        tx.put_many(&t, rows_in.iter().map(|(k, v)| (&k[..], &v[..])))
+            .unwrap();
+        // The last row given for a key is the one written.
+        let mut expected = model.clone();
+        for (k, v) in &rows_in {
+            expected.insert(k.clone(), v.clone());
+        }
+        for (k, _) in rows_in.iter().step_by(7) {
+            assert_eq!(tx.get(&t, k).unwrap().as_ref(), expected.get(k));
+            assert_eq!(snapshot.get(&t, k).unwrap().as_ref(), model.get(k));
+        }
+        if rng.below(4) == 0 {
+            tx.rollback().unwrap();
+            rolled_back += 1;
+        } else {
+            tx.commit().unwrap();
+            model = expected;
+            committed += 1;
+        }
+        drop(snapshot);
+        assert_eq!(rows(&db, &t), model, "round {round}");
+    }
+    assert!(committed > 0 && rolled_back > 0);
+    let stats = db.check_table(&t).unwrap();
+    assert!(stats.overflow_pages > 0, "some values went off-page");
+    assert!(stats.leaf_pages > 10, "the batches split leaves");
+    // And after a restart, from the files and the log.
+    db.close().unwrap();
+    let db = open(dir.path());
+    let t = db.table("t").unwrap();
+    assert_eq!(rows(&db, &t), model);
+}
+
+#[test]
+fn put_many_refuses_a_bad_row_before_writing_any() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    let long_key = vec![b'x'; 10_000];
+    let good: Vec<u8> = b"value".to_vec();
+    let mut tx = db.begin();
+    let err = tx
+        .put_many(
+            &t,
+            [
+                (&b"a"[..], &good[..]),
+                (&long_key[..], &good[..]),
+                (&b"b"[..], &good[..]),
+            ],
+        )
+        .unwrap_err();
+    assert!(matches!(err, Error::KeyTooLong { .. }), "{err}");
+    assert_eq!(tx.get(&t, b"a").unwrap(), None);
+    assert_eq!(tx.id(), None, "nothing was locked");
+    tx.commit().unwrap();
+    assert!(rows(&db, &t).is_empty());
+}
+
+#[test]
+fn put_many_locks_its_rows_against_other_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    let mut holder = db.begin();
+    holder.put(&t, b"k050", b"held").unwrap();
+    let rows_in: Vec<(Vec<u8>, Vec<u8>)> = (0..100)
+        .map(|i| (format!("k{i:03}").into_bytes(), b"batch".to_vec()))
+        .collect();
+    let mut tx = db.begin();
+    let err = tx
+        .put_many(&t, rows_in.iter().map(|(k, v)| (&k[..], &v[..])))
+        .unwrap_err();
+    assert!(matches!(err, Error::LockWaitTimeout { .. }), "{err}");
+    // The batch stopped at the lock: it locks in key order before writing any row.
+    assert_eq!(tx.get(&t, b"k000").unwrap(), None);
+    tx.rollback().unwrap();
+    holder.commit().unwrap();
+    let mut tx = db.begin();
+    tx.put_many(&t, rows_in.iter().map(|(k, v)| (&k[..], &v[..])))
+        .unwrap();
+    // Now the batch holds k000..k099: another writer waits for it.
+    let mut other = db.begin();
+    let err = other.put(&t, b"k050", b"other").unwrap_err();
+    assert!(matches!(err, Error::LockWaitTimeout { .. }), "{err}");
+    tx.commit().unwrap();
+    other.put(&t, b"k050", b"other").unwrap();
+    other.commit().unwrap();
+    let all = rows(&db, &t);
+    assert_eq!(all.len(), 100);
+    assert_eq!(
+        all.get(&b"k050"[..]).map(Vec::as_slice),
+        Some(&b"other"[..])
+    );
+    assert_eq!(
+        all.get(&b"k051"[..]).map(Vec::as_slice),
+        Some(&b"batch"[..])
+    );
+}
