@@ -2,13 +2,14 @@
 //! the fast path of a transaction's row write, whose undo record and row change must reach the
 //! redo log together.
 
+use barracuda_buffer_pool::ExclusiveGuard;
 use barracuda_page::SysFields;
 
 use crate::error::BTreeError;
 use crate::error::Result;
 use crate::insert::{LeafFit, LeafRecord};
 use crate::mtr::Mtr;
-use crate::node::{NodeRef, Value};
+use crate::node::{self, NodeRef, Value};
 use crate::tree::BTree;
 use crate::versioned::{StoredRecord, StoredValue};
 use crate::zip::Placed;
@@ -28,10 +29,12 @@ pub enum InPlace<'a> {
 pub type PrepareInPlace<'p, 't> =
     dyn FnMut(&mut Mtr<'t>, Option<&StoredRecord>) -> Result<Option<SysFields>> + 'p;
 
-/// The caller's part of [`BTree::put_run_in_place`]: as [`PrepareInPlace`], for the run's row
-/// at the given index.
-pub type PrepareRunRow<'p, 't> =
-    dyn FnMut(&mut Mtr<'t>, usize, Option<&StoredRecord>) -> Result<Option<SysFields>> + 'p;
+/// The caller's part of [`BTree::put_run_in_place`]: given the mtr and the run's rows as they
+/// are now (`None`: absent), log what must go with them and return the transaction fields to
+/// write for the longest prefix of the run it could log (empty: give up, having changed
+/// nothing).
+pub type PrepareRun<'p, 't> =
+    dyn FnMut(&mut Mtr<'t>, &[Option<StoredRecord>]) -> Result<Vec<SysFields>> + 'p;
 
 /// At most this many rows go in one mini-transaction of [`BTree::put_run_in_place`], and at
 /// most [`MAX_RUN_BYTES`] of keys and values: an mtr's redo must fit the log buffer, and the
@@ -126,21 +129,24 @@ impl BTree {
 
 impl BTree {
     /// Puts a run of rows, keys strictly ascending, into the leaf of the first one, in place
-    /// and in **one** mini-transaction (with whatever `prepare` logs for each): the batched
-    /// form of [`change_in_place`](Self::change_in_place) for `InPlace::Put`, which spends one
-    /// descent, one latch and one redo append on every row a leaf takes instead of one each.
+    /// and in **one** mini-transaction (with what `prepare` logs for them): the batched form
+    /// of [`change_in_place`](Self::change_in_place) for `InPlace::Put`, which spends one
+    /// descent, one latch, one call of `prepare` and one redo append on all the rows a leaf
+    /// takes instead of one each.
     ///
-    /// The run stops before the first row that does not belong to that leaf (a key past its
-    /// last key when it has a right sibling: the fence is not known here), does not fit it,
-    /// needs an overflow chain, is not above the row before it, or that `prepare` declines,
-    /// and after [`MAX_RUN_ROWS`] rows or [`MAX_RUN_BYTES`]. Returns how many rows, from the
-    /// first, were put (0: nothing changed; take the general path for the first row). On an
-    /// error, the mtr is abandoned and its pages poisoned, as any failed mtr: none of the run
-    /// is in the tree or the log.
+    /// With the leaf latched exclusively, the run is first measured without changing
+    /// anything: it stops before the first row that does not belong to that leaf (a key past
+    /// its last key when it has a right sibling: the fence is not known here), would not fit
+    /// beside the rows before it, needs an overflow chain, is not above the row before it, and
+    /// after [`MAX_RUN_ROWS`] rows or [`MAX_RUN_BYTES`]. `prepare` then gets the mtr and the
+    /// run's current records and returns the transaction fields of the prefix it logged.
+    /// Returns how many rows, from the first, were put (0: nothing changed; take the general
+    /// path for the first row). On an error, the mtr is abandoned and its pages poisoned, as
+    /// any failed mtr: none of the run is in the tree or the log.
     pub fn put_run_in_place<'t>(
         &'t self,
         rows: &[(&[u8], &[u8])],
-        prepare: &mut PrepareRunRow<'_, 't>,
+        prepare: &mut PrepareRun<'_, 't>,
     ) -> Result<usize> {
         let Some(&(first, _)) = rows.first() else {
             return Ok(0);
@@ -152,48 +158,29 @@ impl BTree {
         }
         let mut leaf = self.descend_leaf_exclusive(first)?;
         let id = leaf.page_id();
+        let currents = self.measure_run(&leaf, rows)?;
+        if currents.is_empty() {
+            return Ok(0);
+        }
         let mut mtr = self.mtr();
-        let (mut done, mut bytes) = (0, 0);
-        let mut previous: Option<&[u8]> = None;
-        for (i, &(key, value)) in rows.iter().enumerate() {
-            bytes += key.len() + value.len();
-            if i == MAX_RUN_ROWS
-                || (i > 0 && bytes > MAX_RUN_BYTES)
-                || previous.is_some_and(|p| p >= key)
-                || self.check_key(key).is_err()
-                || self.needs_overflow(key.len(), value)
-            {
-                break;
-            }
-            let (current, fit) = {
+        let fields = prepare(&mut mtr, &currents)?;
+        let mut done = 0;
+        for (&(key, value), sys) in rows.iter().take(currents.len()).zip(fields) {
+            let fit = {
                 let node = NodeRef::open(&leaf, id, self)?;
-                if i > 0 && node.next().is_some() {
-                    // Not the rightmost leaf: only keys up to its last one surely belong here.
-                    let last = node.len().checked_sub(1).map(|l| node.key(l)).transpose()?;
-                    if last.is_none_or(|last| key > last) {
-                        break;
-                    }
-                }
-                let current = match node.search(key) {
-                    Ok(pos) => Some(StoredRecord {
-                        value: StoredValue::of(id, node.value(pos)?)?,
-                        sys: node.sys(pos)?,
-                    }),
-                    Err(_) => None,
-                };
                 let probe = LeafRecord {
                     key,
                     value: Value::Inline(value),
-                    sys: SysFields::default(),
+                    sys,
                 };
-                (current, LeafFit::of(&node, self, probe, false)?)
+                LeafFit::of(&node, self, probe, false)?
             };
             if !fit.fits {
+                // Measured to fit: not reached. Were it, the rows placed so far commit, and
+                // the undo records of the rest name rows that do not carry them, which
+                // rollback and purge leave alone.
                 break;
             }
-            let Some(sys) = prepare(&mut mtr, i, current.as_ref())? else {
-                break;
-            };
             let record = LeafRecord {
                 key,
                 value: Value::Inline(value),
@@ -206,13 +193,67 @@ impl BTree {
                 ));
             }
             done += 1;
-            previous = Some(key);
         }
         if done > 0 {
             mtr.changed(leaf);
-            mtr.commit()?;
         }
+        // Also with no row placed: what `prepare` logged must commit with its pages.
+        mtr.commit()?;
         Ok(done)
+    }
+
+    /// The current records of the longest prefix of `rows` that `leaf` takes in place
+    /// together (see [`put_run_in_place`](Self::put_run_in_place)), measured without a change.
+    fn measure_run(
+        &self,
+        leaf: &ExclusiveGuard<'_>,
+        rows: &[(&[u8], &[u8])],
+    ) -> Result<Vec<Option<StoredRecord>>> {
+        let id = leaf.page_id();
+        let node = NodeRef::open(leaf, id, self)?;
+        let page_size = self.ctx.pool.page_size();
+        // Not the rightmost leaf: only keys up to its last one surely belong here.
+        let bound = match node.next() {
+            Some(_) => match node.len().checked_sub(1) {
+                Some(last) => Some(node.key(last)?),
+                None => return Ok(Vec::new()),
+            },
+            None => None,
+        };
+        let mut free = node.free_space();
+        let (mut bytes, mut previous) = (0, None);
+        let mut currents = Vec::new();
+        for (i, &(key, value)) in rows.iter().enumerate() {
+            bytes += key.len() + value.len();
+            if i == MAX_RUN_ROWS
+                || (i > 0 && bytes > MAX_RUN_BYTES)
+                || previous.is_some_and(|p| p >= key)
+                || (i > 0 && bound.is_some_and(|last| key > last))
+                || self.check_key(key).is_err()
+                || self.needs_overflow(key.len(), value)
+            {
+                break;
+            }
+            let needed = node::record_size(page_size, key.len(), Value::Inline(value));
+            // As `LeafFit::of` counts: a replaced record's bytes are freed by its successor.
+            let (current, room) = match node.search(key) {
+                Ok(pos) => (
+                    Some(StoredRecord {
+                        value: StoredValue::of(id, node.value(pos)?)?,
+                        sys: node.sys(pos)?,
+                    }),
+                    free + node.record_size_at(pos)?,
+                ),
+                Err(_) => (None, free),
+            };
+            if needed > room {
+                break;
+            }
+            free = room - needed;
+            currents.push(current);
+            previous = Some(key);
+        }
+        Ok(currents)
     }
 }
 

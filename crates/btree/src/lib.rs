@@ -60,7 +60,7 @@ pub use alloc::PageAllocator;
 pub use check::TreeStats;
 pub use error::{BTreeError, Result};
 pub use in_place::{
-    InPlace, InPlaceOutcome, PrepareInPlace, PrepareRunRow, MAX_RUN_BYTES, MAX_RUN_ROWS,
+    InPlace, InPlaceOutcome, PrepareInPlace, PrepareRun, MAX_RUN_BYTES, MAX_RUN_ROWS,
 };
 pub use iter::{RangeIter, VersionedRow};
 pub use mtr::{IndexChange, LogSink, LsnRange, Mtr, MtrSummary, PageChange, PlaceholderLog};

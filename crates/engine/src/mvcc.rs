@@ -234,23 +234,35 @@ impl Mvcc {
     ) -> std::result::Result<usize, barracuda_btree::BTreeError> {
         let space = tree.space();
         let undo = &self.undo;
-        tree.put_run_in_place(rows, &mut |mtr, i, current| {
-            let Some(&(key, _)) = rows.get(i) else {
-                return Ok(None);
-            };
-            let (kind, version) = match current {
-                None => (UndoKind::Insert, None),
-                Some(old) => (UndoKind::Update, Some(encode_version(key, old)?)),
-            };
-            let payload = version.as_deref().unwrap_or(key);
-            let Some(ptr) = undo.append_in(mtr, log, kind, space, payload)? else {
-                return Ok(None);
-            };
-            Ok(Some(SysFields {
-                trx_id,
-                roll_ptr: ptr.to_u64(),
-                deleted: false,
-            }))
+        tree.put_run_in_place(rows, &mut |mtr, currents| {
+            // An insert's payload is its key; an update's, the version it replaces.
+            let versions = rows
+                .iter()
+                .zip(currents)
+                .map(|(&(key, _), current)| {
+                    current
+                        .as_ref()
+                        .map(|old| encode_version(key, old))
+                        .transpose()
+                })
+                .collect::<std::result::Result<Vec<Option<Vec<u8>>>, _>>()?;
+            let records: Vec<(UndoKind, &[u8])> = rows
+                .iter()
+                .zip(&versions)
+                .map(|(&(key, _), version)| match version {
+                    None => (UndoKind::Insert, key),
+                    Some(v) => (UndoKind::Update, v.as_slice()),
+                })
+                .collect();
+            let ptrs = undo.append_run_in(mtr, log, space, &records)?;
+            Ok(ptrs
+                .iter()
+                .map(|ptr| SysFields {
+                    trx_id,
+                    roll_ptr: ptr.to_u64(),
+                    deleted: false,
+                })
+                .collect())
         })
     }
 

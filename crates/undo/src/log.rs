@@ -17,11 +17,14 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use barracuda_btree::{BTreeError, LogSink, Mtr, PageAllocator, Result};
 use barracuda_buffer_pool::BufferPool;
 use barracuda_page::trx_sys::{slot_count, MAX_RSEGS};
 use barracuda_page::{
-    PageId, PageNo, Record, SpaceId, TrxSysPage, UndoKind, UndoPage, UndoRecord, ValueRef, FIL_NULL,
+    PageId, PageNo, Record, SpaceId, TrxSysPage, UndoKind, UndoPage, UndoRecord, ValueRef,
+    FIL_NULL, FIL_TRAILER_SIZE,
 };
 
 use crate::described::{
@@ -419,7 +422,14 @@ impl UndoSpace {
         };
         let records = log.records + 1;
         let (page_no, offset) = if fits {
-            let offset = append_described(&mut mtr, &mut header, last.as_mut(), &record, records)?;
+            let offsets = append_described(
+                &mut mtr,
+                &mut header,
+                last.as_mut(),
+                std::slice::from_ref(&record),
+                records,
+            )?;
+            let offset = offsets.first().copied().unwrap_or_default();
             if let Some(last) = last {
                 mtr.changed(last);
             }
@@ -454,15 +464,25 @@ impl UndoSpace {
         space: u32,
         payload: &[u8],
     ) -> Result<Option<RollPtr>> {
+        Ok(self
+            .append_run_in(mtr, log, space, &[(kind, payload)])?
+            .first()
+            .copied())
+    }
+
+    /// [`append_in`](Self::append_in) for several records at once (a run of rows written in
+    /// one mtr): appends the longest prefix of `records` that fits the log's last page, as
+    /// one change to it, and returns their roll pointers (none: nothing changed). The log's
+    /// pages may be the mtr's already (an earlier append in it): they are taken back from
+    /// it, not latched again.
+    pub fn append_run_in<'m>(
+        &'m self,
+        mtr: &mut Mtr<'m>,
+        log: &mut UndoLog,
+        space: u32,
+        records: &[(UndoKind, &[u8])],
+    ) -> Result<SmallVec<[RollPtr; 1]>> {
         let page_size = self.pool.page_size();
-        let record = UndoRecord {
-            kind,
-            space,
-            undo_no: log.records,
-            payload,
-        };
-        // A run of rows in one mtr (`BTree::put_run_in_place`) appends several records: the
-        // log's pages are then the mtr's already.
         let first_id = self.page_id(log.first_page);
         let (mut header, header_taken) = match mtr.take_changed(first_id) {
             Some(guard) => (guard, true),
@@ -477,16 +497,33 @@ impl UndoSpace {
                 None => (Some(self.pool.get_exclusive(id)?), false),
             }
         };
-        let fits = {
+        let undo_records: SmallVec<[UndoRecord<'_>; 1]> = records
+            .iter()
+            .zip(log.records..)
+            .map(|(&(kind, payload), undo_no)| UndoRecord {
+                kind,
+                space,
+                undo_no,
+                payload,
+            })
+            .collect();
+        let fitting = {
             // Through shared borrows first: a guard borrowed mutably and not handed to the mtr
             // counts as a change never logged.
             let target = last.as_ref().unwrap_or(&header);
             let id = target.page_id();
-            UndoPage::open_trusted(&target[..], page_size)
-                .map_err(page_err(id))?
-                .fits(&record)
+            let page = UndoPage::open_trusted(&target[..], page_size).map_err(page_err(id))?;
+            let room = (page_size.bytes() - FIL_TRAILER_SIZE).saturating_sub(page.free().into());
+            undo_records
+                .iter()
+                .scan(0usize, |used, r| {
+                    *used += r.encoded_len();
+                    Some(*used)
+                })
+                .take_while(|&used| used <= room)
+                .count()
         };
-        if !fits {
+        let Some(fitting_records) = undo_records.get(..fitting).filter(|r| !r.is_empty()) else {
             // Give back what the mtr held (it may have changed them for earlier rows).
             if let Some(last) = last.filter(|_| last_taken) {
                 mtr.changed(last);
@@ -494,20 +531,26 @@ impl UndoSpace {
             if header_taken {
                 mtr.changed(header);
             }
-            return Ok(None);
-        }
-        let records = log.records + 1;
-        let offset = append_described(mtr, &mut header, last.as_mut(), &record, records)?;
+            return Ok(SmallVec::new());
+        };
+        let count = log.records + fitting as u32;
+        let offsets = append_described(mtr, &mut header, last.as_mut(), fitting_records, count)?;
         if let Some(last) = last {
             mtr.changed(last);
         }
         mtr.changed(header);
-        log.appended(kind, payload);
-        Ok(Some(RollPtr {
-            page_no: log.last_page,
-            offset,
-            insert: kind == UndoKind::Insert,
-        }))
+        for r in fitting_records {
+            log.appended(r.kind, r.payload);
+        }
+        Ok(fitting_records
+            .iter()
+            .zip(offsets)
+            .map(|(r, offset)| RollPtr {
+                page_no: log.last_page,
+                offset,
+                insert: r.kind == UndoKind::Insert,
+            })
+            .collect())
     }
 
     /// Links a new page after the log's last one — the header page, or `last` (latched by the
@@ -736,20 +779,21 @@ impl UndoSpace {
     }
 }
 
-/// Appends `record` to the log's last page — `last`, or the header page when `last` is `None`
-/// — and sets the header's record count to `records`, describing both changes to `mtr`. The
-/// caller checked that the record fits. Returns its offset.
+/// Appends `records` to the log's last page — `last`, or the header page when `last` is
+/// `None` — and sets the header's record count to `count`, describing both changes to `mtr`
+/// (one change of each page, however many records). The caller checked that the records fit.
+/// Returns their offsets.
 fn append_described<'g>(
     mtr: &mut Mtr<'_>,
     header: &mut barracuda_buffer_pool::ExclusiveGuard<'g>,
     last: Option<&mut barracuda_buffer_pool::ExclusiveGuard<'g>>,
-    record: &UndoRecord<'_>,
-    records: u32,
-) -> Result<u16> {
+    records: &[UndoRecord<'_>],
+    count: u32,
+) -> Result<SmallVec<[u16; 1]>> {
     let page_size_of = |g: &barracuda_buffer_pool::ExclusiveGuard<'_>| {
         barracuda_page::PageSize::from_bytes(g.len())
     };
-    let len = barracuda_page::undo::UNDO_RECORD_HEADER + record.payload.len();
+    let len: usize = records.iter().map(UndoRecord::encoded_len).sum();
     let free_of = |g: &barracuda_buffer_pool::ExclusiveGuard<'_>, page_size| {
         let id = g.page_id();
         UndoPage::open_trusted(&g[..], page_size)
@@ -763,33 +807,38 @@ fn append_described<'g>(
             "an undo page of no page size",
         ));
     };
+    let append_all = |page: &mut UndoPage<&mut [u8]>, id| {
+        records
+            .iter()
+            .map(|r| page.append(r).map_err(page_err(id)))
+            .collect::<Result<SmallVec<[u16; 1]>>>()
+    };
     match last {
         None => {
             let free = free_of(header, page_size)?;
             change_described(mtr, header, &[UNDO_FIELDS, free..free + len], |page| {
                 let mut page =
                     UndoPage::open_trusted(page, page_size).map_err(page_err(header_id))?;
-                let offset = page.append(record).map_err(page_err(header_id))?;
-                page.set_record_count(records);
-                Ok(offset)
+                let offsets = append_all(&mut page, header_id)?;
+                page.set_record_count(count);
+                Ok(offsets)
             })
         }
         Some(last) => {
             let last_id = last.page_id();
             let free = free_of(last, page_size)?;
-            let offset = change_described(mtr, last, &[UNDO_FIELDS, free..free + len], |page| {
-                UndoPage::open_trusted(page, page_size)
-                    .map_err(page_err(last_id))?
-                    .append(record)
-                    .map_err(page_err(last_id))
+            let offsets = change_described(mtr, last, &[UNDO_FIELDS, free..free + len], |page| {
+                let mut page =
+                    UndoPage::open_trusted(page, page_size).map_err(page_err(last_id))?;
+                append_all(&mut page, last_id)
             })?;
             change_described(mtr, header, &[UNDO_FIELDS], |page| {
                 UndoPage::open_trusted(page, page_size)
                     .map_err(page_err(header_id))?
-                    .set_record_count(records);
+                    .set_record_count(count);
                 Ok(())
             })?;
-            Ok(offset)
+            Ok(offsets)
         }
     }
 }
