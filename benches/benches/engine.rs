@@ -1,5 +1,6 @@
 //! Engine micro-benchmarks (issue 3): point gets warm and with a pool a quarter of the data,
-//! sequential and random inserts in batches of 1000 (no fsync), 100-row range scans; the
+//! sequential and random inserts in batches of 1000 (no fsync; a `put` per row, and one
+//! `put_many` per batch), 100-row range scans; the
 //! lending reads (`get_with`, `scan`: rows seen in place) beside the copying ones.
 //!
 //! `cargo bench -p barracuda-benches --bench engine`. Sizes: `BARRACUDA_BENCH_ROWS`
@@ -183,11 +184,12 @@ fn inserts(c: &mut Criterion) {
     group.throughput(Throughput::Elements(BATCH));
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(8));
-    for random in [false, true] {
-        let name = if random {
-            "insert_random_batch_1000"
-        } else {
-            "insert_sequential_batch_1000"
+    for (random, many) in [(false, false), (true, false), (false, true), (true, true)] {
+        let name = match (random, many) {
+            (false, false) => "insert_sequential_batch_1000",
+            (true, false) => "insert_random_batch_1000",
+            (false, true) => "insert_sequential_put_many_1000",
+            (true, true) => "insert_random_put_many_1000",
         };
         let dir = tempfile::tempdir().unwrap();
         let db = open(dir.path(), 1 << 30);
@@ -200,18 +202,20 @@ fn inserts(c: &mut Criterion) {
                     (0..BATCH)
                         .map(|_| {
                             next += 1;
-                            if random {
-                                rng.next()
-                            } else {
-                                next
-                            }
+                            let k = if random { rng.next() } else { next };
+                            (k.to_be_bytes(), value(k))
                         })
-                        .collect::<Vec<u64>>()
+                        .collect::<Vec<([u8; 8], [u8; VALUE_LEN])>>()
                 },
-                |keys| {
+                |rows| {
                     let mut tx = db.begin();
-                    for k in keys {
-                        tx.put(&t, &k.to_be_bytes(), &value(k)).unwrap();
+                    if many {
+                        tx.put_many(&t, rows.iter().map(|(k, v)| (&k[..], &v[..])))
+                            .unwrap();
+                    } else {
+                        for (k, v) in &rows {
+                            tx.put(&t, k, v).unwrap();
+                        }
                     }
                     tx.commit().unwrap();
                 },

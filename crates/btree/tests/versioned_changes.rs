@@ -231,3 +231,98 @@ fn a_change_in_place_is_made_only_where_it_fits_and_hands_over_what_it_replaces(
     assert!(placed > 5);
     assert_eq!(tree.check().unwrap().records, u64::from(placed) + 1);
 }
+
+/// `put_run_in_place`: a run goes into the first row's leaf in one mtr, the caller asked once
+/// with the current records of the rows the leaf takes; the run stops at a full leaf (no
+/// split), at a key past a non-rightmost leaf's last key, at an off-page value and at an
+/// unsorted key; the caller's shorter answer places only that prefix.
+#[test]
+fn a_run_of_puts_takes_what_its_leaf_holds_and_what_the_caller_logged() {
+    let (tree, _) = tree(PageSize::K4);
+    let key = |i: u32| i.to_be_bytes();
+    let value = [7u8; 100];
+    // Into the empty root leaf: existing row 5 is handed over, the rest are absent.
+    tree.put_versioned(&key(5), b"old", sys(1, 10, false))
+        .unwrap();
+    let keys: Vec<[u8; 4]> = (0..20).map(key).collect();
+    let rows: Vec<(&[u8], &[u8])> = keys.iter().map(|k| (&k[..], &value[..])).collect();
+    let mut asked = Vec::new();
+    let placed = tree
+        .put_run_in_place(&rows, &mut |_, currents| {
+            asked.push(currents.to_vec());
+            Ok(currents.iter().map(|_| sys(2, 20, false)).collect())
+        })
+        .unwrap();
+    assert_eq!(placed, 20);
+    assert_eq!(asked.len(), 1, "one call for the run");
+    assert_eq!(asked[0].len(), 20);
+    assert!(asked[0]
+        .iter()
+        .enumerate()
+        .all(|(i, c)| c.is_some() == (i == 5)));
+    for k in &keys {
+        assert_eq!(tree.get_stored(k).unwrap().unwrap().sys, sys(2, 20, false));
+    }
+
+    // A run longer than a 4 KiB leaf holds stops where the leaf is full: nothing split.
+    let keys: Vec<[u8; 4]> = (20..200).map(key).collect();
+    let rows: Vec<(&[u8], &[u8])> = keys.iter().map(|k| (&k[..], &value[..])).collect();
+    let placed = tree
+        .put_run_in_place(&rows, &mut |_, c| {
+            Ok(c.iter().map(|_| sys(3, 30, false)).collect())
+        })
+        .unwrap();
+    assert!(placed > 0 && placed < 180, "{placed}");
+    assert_eq!(tree.check().unwrap().leaf_pages, 1);
+    assert_eq!(tree.get_stored(&key(20 + placed as u32)).unwrap(), None);
+    // The rest by plain puts (splits), then a run into the leftmost leaf (it has a right
+    // sibling) stops before the first key past its last one.
+    for k in &keys[placed..] {
+        tree.put_versioned(k, &value, sys(3, 30, false)).unwrap();
+    }
+    assert!(tree.check().unwrap().leaf_pages > 1);
+    let spanning: Vec<[u8; 4]> = (0..200).step_by(2).map(key).collect();
+    let rows: Vec<(&[u8], &[u8])> = spanning.iter().map(|k| (&k[..], &b"new"[..])).collect();
+    let placed = tree
+        .put_run_in_place(&rows, &mut |_, c| {
+            Ok(c.iter().map(|_| sys(4, 40, false)).collect())
+        })
+        .unwrap();
+    assert!(placed > 0 && placed < rows.len(), "{placed}");
+    let stopped_at = tree.get_stored(&spanning[placed]).unwrap().unwrap();
+    assert_eq!(
+        stopped_at.sys,
+        sys(3, 30, false),
+        "the first row not placed is untouched"
+    );
+
+    // An off-page value or an unsorted key ends the run; a caller logging only two rows
+    // places two; a caller logging none places none (and nothing changes).
+    let big = vec![1u8; 9000];
+    let rows: Vec<(&[u8], &[u8])> = vec![(&b"a1"[..], &b"x"[..]), (b"a2", &big), (b"a3", b"x")];
+    let placed = tree
+        .put_run_in_place(&rows, &mut |_, c| {
+            Ok(c.iter().map(|_| sys(5, 50, false)).collect())
+        })
+        .unwrap();
+    assert_eq!(placed, 1);
+    let rows: Vec<(&[u8], &[u8])> = vec![(&b"b2"[..], &b"x"[..]), (b"b1", b"x")];
+    let placed = tree
+        .put_run_in_place(&rows, &mut |_, c| {
+            Ok(c.iter().map(|_| sys(5, 50, false)).collect())
+        })
+        .unwrap();
+    assert_eq!(placed, 1);
+    let rows: Vec<(&[u8], &[u8])> = vec![(&b"c1"[..], &b"x"[..]), (b"c2", b"x"), (b"c3", b"x")];
+    let placed = tree
+        .put_run_in_place(&rows, &mut |_, _| Ok(vec![sys(6, 60, false); 2]))
+        .unwrap();
+    assert_eq!(placed, 2);
+    assert_eq!(tree.get_stored(b"c3").unwrap(), None);
+    let placed = tree
+        .put_run_in_place(&[(&b"d1"[..], &b"x"[..])], &mut |_, _| Ok(Vec::new()))
+        .unwrap();
+    assert_eq!(placed, 0);
+    assert_eq!(tree.get_stored(b"d1").unwrap(), None);
+    tree.check().unwrap();
+}
