@@ -2,7 +2,7 @@
 //! readers see the versions their read view allows, rollback applies the undo, and purge
 //! removes what no view can need.
 //!
-//! A transaction's write locks its row (`txn.rs`), then, inside one redo commit unit under the
+//! A transaction's write locks its row (`txn/write.rs`), then, inside one redo commit unit under the
 //! engine's unit lock, appends its undo record (the key for an insert, the whole version it
 //! replaces for an update or delete-mark) and changes the row in place with its transaction id
 //! and a roll pointer to that record: a crash keeps both or neither. Until commit the

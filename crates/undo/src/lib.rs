@@ -12,6 +12,7 @@
 //! * [`visible_version`]: the walk back along roll pointers that gives a read view the version
 //!   of a row it sees (or none), with [`encode_version`] for what an undo record keeps.
 
+mod append;
 mod described;
 mod history;
 mod log;
