@@ -44,6 +44,11 @@ pub const MAX_RUN_ROWS: usize = 128;
 /// See [`MAX_RUN_ROWS`].
 pub const MAX_RUN_BYTES: usize = 64 * 1024;
 
+/// Described bytes of a run's row beyond its key and value (the record's header and fields,
+/// the undo record's header, the undo page's fields): what [`BTree::put_run_in_place`]
+/// reserves in its mtr per row.
+const RUN_ROW_OVERHEAD: usize = 64;
+
 /// What [`BTree::change_in_place`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InPlaceOutcome {
@@ -163,6 +168,22 @@ impl BTree {
             return Ok(0);
         }
         let mut mtr = self.mtr();
+        // Each row: its record, its undo record (the key, or the version it replaces) and
+        // the undo page's header fields — three described changes.
+        let run_bytes: usize = rows
+            .iter()
+            .take(currents.len())
+            .zip(&currents)
+            .map(|(&(key, value), current)| {
+                // An update's undo record holds the old value inline, or a reference to it.
+                let old = match current.as_ref().map(|c| &c.value) {
+                    Some(StoredValue::Inline(bytes)) => bytes.len(),
+                    Some(StoredValue::Overflow { .. }) | None => 0,
+                };
+                2 * key.len() + value.len() + old + RUN_ROW_OVERHEAD
+            })
+            .sum();
+        mtr.reserve(3 * currents.len(), run_bytes);
         let fields = prepare(&mut mtr, &currents)?;
         let mut done = 0;
         for (&(key, value), sys) in rows.iter().take(currents.len()).zip(fields) {

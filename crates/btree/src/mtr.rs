@@ -278,6 +278,14 @@ impl<'a> Mtr<'a> {
         self.changed.push(guard);
     }
 
+    /// Makes room for `changes` more described changes of about `bytes` encoded bytes in all:
+    /// a large mtr (a run of rows) then grows its buffers once instead of doubling them, and
+    /// copying what they hold, as it goes.
+    pub fn reserve(&mut self, changes: usize, bytes: usize) {
+        self.described.reserve(changes);
+        self.described_bytes.reserve(bytes);
+    }
+
     /// Takes back the latched page `id` if this mtr holds it (handed over by
     /// [`changed`](Self::changed)), so that the same mtr can change it again: a page latch is
     /// not reentrant, and latching it anew would wait on the mtr's own latch. Hand it back
