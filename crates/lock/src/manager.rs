@@ -4,6 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
 
 use foldhash::quality::RandomState;
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -175,9 +176,10 @@ pub(crate) struct Queue {
     pub(crate) waiters: VecDeque<Arc<TrxShared>>,
 }
 
-/// A locked key: the space (table) and the key's bytes.
+/// A locked key: the space (table) and the key's bytes (inline up to 16 bytes: a row lock of
+/// a short key then costs one allocation, its `Arc`, instead of two).
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct LockKey {
     pub(crate) space: u64,
-    pub(crate) key: Box<[u8]>,
+    pub(crate) key: SmallVec<[u8; 16]>,
 }

@@ -274,9 +274,11 @@ impl TrxLocks {
     /// Releases every lock this transaction holds, handing each to the first transaction
     /// still waiting for it (first come, first served).
     pub fn release_all(&mut self) {
+        let mut freed = 0u64;
         for key in self.held.drain(..) {
             let mut shard = self.shared.shard(&key).lock();
-            let Some(queue) = shard.queues.get_mut(&*key) else {
+            // Taken out (one lookup: nearly always nobody waits) and put back for a waiter.
+            let Some((map_key, mut queue)) = shard.queues.remove_entry(&*key) else {
                 continue;
             };
             debug_assert!(Arc::ptr_eq(&queue.owner, &self.trx));
@@ -294,14 +296,15 @@ impl TrxLocks {
             }
             if let Some(owner) = next_owner {
                 queue.owner = owner;
+                shard.queues.insert(map_key, queue);
             } else {
-                shard.queues.remove(&*key);
-                self.shared
-                    .counters
-                    .held_now
-                    .fetch_sub(1, Ordering::Relaxed);
+                freed += 1;
             }
         }
+        self.shared
+            .counters
+            .held_now
+            .fetch_sub(freed, Ordering::Relaxed);
         self.trx.weight.store(0, Ordering::Relaxed);
     }
 }
