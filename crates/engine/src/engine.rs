@@ -586,18 +586,29 @@ impl Engine {
     /// (and made durable) from the redo log, as after a crash.
     pub fn close(self) -> Result<()> {
         self.inner.purge_worker.stop();
-        self.inner.stop_cleaner();
         let result = if let Some(why) = self.read_only_reason() {
+            self.inner.stop_cleaner();
             Err(Error::ReadOnly(format!(
                 "{why}; nothing was written at close: the next open recovers the committed \
                  transactions from the redo log"
             )))
         } else {
             // A slow shutdown, as InnoDB's `innodb_fast_shutdown = 0`: purge everything no open
-            // reader needs, so the files hold no history a restart would have to purge.
-            while crate::purge::purge_batch(&self.inner)? > 0 {}
-            let _commits = self.inner.unit_lock.lock();
-            self.inner.shut_down_cleanly()
+            // reader needs, so the files hold no history a restart would have to purge — with
+            // the page cleaner still running, since a purge unit may need log room that only
+            // the cleaner makes (a log at its sync point; stopped first, close failed there).
+            let purged = loop {
+                match crate::purge::purge_batch(&self.inner) {
+                    Ok(0) => break Ok(()),
+                    Ok(_) => {}
+                    Err(err) => break Err(err),
+                }
+            };
+            self.inner.stop_cleaner();
+            purged.and_then(|()| {
+                let _commits = self.inner.unit_lock.lock();
+                self.inner.shut_down_cleanly()
+            })
         };
         self.inner.closed.store(true, Ordering::Release);
         self.inner.pool.shutdown();

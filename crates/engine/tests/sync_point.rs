@@ -2,7 +2,8 @@
 //! cleaner crosses the sync point; its commits wait for the cleaner to flush (counted and timed
 //! in `status().flushing`) and every one of them finishes. A page write failing while the
 //! cleaner serves them comes back to the waiting committer as an error naming the file — with
-//! nothing of its transaction applied and the engine still writable — not as a hang.
+//! nothing of its transaction applied and the engine still writable — not as a hang. And
+//! `close`, whose final purge needs log room, still finds the cleaner there to make it.
 #![expect(
     clippy::big_endian_bytes,
     reason = "big-endian keys sort in numeric order under memcmp"
@@ -224,4 +225,43 @@ fn a_page_write_failing_at_the_sync_point_is_the_committers_error() {
         assert!(db.status().flushing.sync_flush_waits > 1);
         db.close().unwrap();
     });
+}
+
+/// `close` purges the whole history before it writes its checkpoint (a slow shutdown), and
+/// each purge unit needs log room. With the log at its sync point, only the page cleaner makes
+/// room: close once stopped the cleaner before that purge and failed with "cleaner stopped".
+#[test]
+fn close_purges_a_history_left_at_the_sync_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_owned();
+    let fs = FaultyFileSystem::new();
+    let opened = options(&fs).background_purge(false);
+    let model = within_bound(move || {
+        let db = Engine::open(&dir, opened).unwrap();
+        let (table, mut model) = load(&db);
+        // Updates committed while a snapshot is open go to the history list (none is
+        // discarded at commit), and nothing purges them while it runs.
+        let snapshot = db.snapshot();
+        let mut n = 0u32;
+        while !n.is_multiple_of(64) || db.status().flushing.sync_flush_waits == 0 {
+            n += 1;
+            let i = n * 7919 % KEYS;
+            db.put(&table, &key(i), &value(i, n)).unwrap();
+            model.insert(i, value(i, n));
+            assert!(n < MAX_COMMITS, "{n} commits never reached the sync point");
+        }
+        drop(snapshot);
+        assert!(db.status().mvcc.history_list_length > 0);
+        db.close().unwrap();
+        model
+    });
+    let db = Engine::open(tmp.path(), options(&fs)).unwrap();
+    assert_eq!(
+        db.status().mvcc.history_list_length,
+        0,
+        "close purged it all"
+    );
+    let table = db.table("t").unwrap();
+    check(&db, &table, &model);
+    db.close().unwrap();
 }
