@@ -24,3 +24,26 @@ pub fn tree(page_size: PageSize, frames: usize) -> BTree {
     );
     BTree::create(ctx, 1, 7).unwrap()
 }
+
+/// Joins `writers`, then sets `stop` (which the readers poll), then re-raises the first
+/// writer's panic: joined with `unwrap` before `stop` is set, a panicking writer would leave
+/// the readers, and so the test, running forever.
+#[allow(
+    dead_code,
+    reason = "each test binary compiles this module; not all have readers"
+)]
+pub fn join_writers_then_stop(
+    writers: Vec<std::thread::ScopedJoinHandle<'_, ()>>,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    let outcomes: Vec<_> = writers
+        .into_iter()
+        .map(std::thread::ScopedJoinHandle::join)
+        .collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for outcome in outcomes {
+        if let Err(panic) = outcome {
+            std::panic::resume_unwind(panic);
+        }
+    }
+}

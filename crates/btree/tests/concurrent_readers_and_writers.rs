@@ -64,10 +64,7 @@ fn writers_and_readers_agree_on_the_final_state() {
                 }
             });
         }
-        for w in writers {
-            w.join().unwrap();
-        }
-        stop.store(true, Ordering::Relaxed);
+        common::join_writers_then_stop(writers, &stop);
     });
     let stats = tree.check().unwrap();
     let expected = WRITERS * (PER_WRITER - PER_WRITER.div_ceil(3));

@@ -94,13 +94,17 @@ fn churn_while_reading(frames: usize) {
             let tree = tree.clone();
             writers.push(s.spawn(move || {
                 for round in 0..3u64 {
+                    // Each writer has keys of its own (a key two writers shared could be
+                    // deleted by the other first): writer 1 alternates between the gaps at
+                    // 1 and 2 above each stable key, writer 2 takes the gaps at 3.
+                    let gap = if w == 1 { 1 + round % 2 } else { 3 };
                     // Fill the gaps (splits everywhere), then empty them (merges).
                     for n in 0..STABLE {
-                        let key = k(n * 4 + w + (round % 2));
+                        let key = k(n * 4 + gap);
                         tree.put(&key, &[w as u8; 90]).unwrap();
                     }
                     for n in 0..STABLE {
-                        let key = k(n * 4 + w + (round % 2));
+                        let key = k(n * 4 + gap);
                         assert!(tree.delete(&key).unwrap());
                     }
                 }
@@ -133,10 +137,7 @@ fn churn_while_reading(frames: usize) {
                 }
             });
         }
-        for w in writers {
-            w.join().unwrap();
-        }
-        stop.store(true, Ordering::Relaxed);
+        common::join_writers_then_stop(writers, &stop);
     });
     let stats = tree.check().unwrap();
     assert_eq!(stats.records, STABLE);
