@@ -1,7 +1,9 @@
 //! Engine micro-benchmarks (issue 3): point gets warm and with a pool a quarter of the data,
 //! sequential and random inserts in batches of 1000 (no fsync; a `put` per row, and one
 //! `put_many` per batch), 100-row range scans; the
-//! lending reads (`get_with`, `scan`: rows seen in place) beside the copying ones.
+//! lending reads (`get_with`, `scan`: rows seen in place) beside the copying ones; and an
+//! empty table loaded with 100,000 sorted rows by `load_sorted` beside the same rows by
+//! `put_many` in batches of 1000.
 //!
 //! `cargo bench -p barracuda-benches --bench engine`. Sizes: `BARRACUDA_BENCH_ROWS`
 //! (default 1,000,000 rows of 8-byte big-endian keys and 180-byte values, as sysbench's).
@@ -227,5 +229,63 @@ fn inserts(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, point_get, inserts);
+/// Drops its table when dropped: criterion drops a routine's outputs outside the timing, so
+/// each loaded table goes before the next load without the drop being measured.
+struct DropsTable<'e>(&'e Engine, String);
+
+impl Drop for DropsTable<'_> {
+    fn drop(&mut self) {
+        self.0.drop_table(&self.1).unwrap();
+    }
+}
+
+fn loads(c: &mut Criterion) {
+    const LOAD_ROWS: u64 = 100_000;
+    let mut group = c.benchmark_group("engine");
+    group.throughput(Throughput::Elements(LOAD_ROWS));
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(10));
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), 1 << 30);
+    let rows: Vec<([u8; 8], [u8; VALUE_LEN])> = (0..LOAD_ROWS)
+        .map(|k| (k.to_be_bytes(), value(k)))
+        .collect();
+    let mut tables = 0u64;
+    for sorted in [true, false] {
+        let name = if sorted {
+            "load_sorted_100k"
+        } else {
+            "load_put_many_100k"
+        };
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    tables += 1;
+                    let name = format!("load{tables}");
+                    let t = db.create_table(&name, TableOptions::default()).unwrap();
+                    (t, DropsTable(&db, name))
+                },
+                |(t, dropper)| {
+                    if sorted {
+                        db.load_sorted(&t, rows.iter().map(|(k, v)| (&k[..], &v[..])))
+                            .unwrap();
+                    } else {
+                        for batch in rows.chunks(BATCH as usize) {
+                            let mut tx = db.begin();
+                            tx.put_many(&t, batch.iter().map(|(k, v)| (&k[..], &v[..])))
+                                .unwrap();
+                            tx.commit().unwrap();
+                        }
+                    }
+                    dropper
+                },
+                BatchSize::PerIteration,
+            );
+        });
+    }
+    group.finish();
+    db.close().unwrap();
+}
+
+criterion_group!(benches, point_get, inserts, loads);
 criterion_main!(benches);

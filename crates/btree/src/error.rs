@@ -53,6 +53,28 @@ pub enum BTreeError {
         /// What went wrong.
         what: String,
     },
+    /// A sorted build was given a row whose key is not above the key of the row before it.
+    #[error("sorted build of index {index_id}: row {position} has a key not above the key of the row before it")]
+    KeysNotAscending {
+        /// The index being built.
+        index_id: u64,
+        /// The row's position among those pushed (from 0).
+        position: u64,
+    },
+    /// A sorted build was finished into a tree that has records.
+    #[error("sorted build of index {index_id}: the tree is not empty")]
+    TreeNotEmpty {
+        /// The index.
+        index_id: u64,
+    },
+    /// A sorted build of a tree it cannot build.
+    #[error("sorted build of index {index_id} is not supported: {why}")]
+    BuildUnsupported {
+        /// The index.
+        index_id: u64,
+        /// Why.
+        why: &'static str,
+    },
     /// The log refused an mtr (e.g. the redo log could not be written).
     #[error("log: {0}")]
     Log(String),

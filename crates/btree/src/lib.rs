@@ -38,6 +38,7 @@
 
 mod alloc;
 mod append;
+mod build;
 mod check;
 mod delete;
 mod error;
@@ -57,6 +58,7 @@ mod visit;
 mod zip;
 
 pub use alloc::PageAllocator;
+pub use build::{BuildStats, SortedBuild};
 pub use check::TreeStats;
 pub use error::{BTreeError, Result};
 pub use in_place::{

@@ -166,6 +166,21 @@ pub enum Error {
         "the engine was called from inside a get_with/scan closure, which runs under a page latch"
     )]
     CalledFromReadClosure,
+    /// [`Engine::load_sorted`](crate::Engine::load_sorted) was given a row whose key is not
+    /// above the key of the row before it. Nothing was loaded.
+    #[error(
+        "table {table:?}: row {position} of a sorted load has a key not above the row before it"
+    )]
+    NotSorted {
+        /// The table.
+        table: String,
+        /// The row's position among the rows given (from 0).
+        position: u64,
+    },
+    /// [`Engine::load_sorted`](crate::Engine::load_sorted) into a table that has rows (or got
+    /// one while the load ran). Nothing was loaded.
+    #[error("table {0:?} is not empty: a sorted load builds a table from nothing")]
+    TableNotEmpty(String),
     /// A table handle used after its table was dropped (or from another engine).
     #[error("table {0:?} was dropped or belongs to another engine")]
     StaleTable(String),
@@ -333,6 +348,11 @@ impl Error {
                     page_no: page.page_no,
                     source: Box::new(source),
                 }
+            }
+            BTreeError::KeysNotAscending { position, .. } => Self::NotSorted { table, position },
+            BTreeError::TreeNotEmpty { .. } => Self::TableNotEmpty(table),
+            BTreeError::BuildUnsupported { why, .. } => {
+                Self::Unsupported(format!("a sorted load of table {table:?}: {why}"))
             }
             other @ (BTreeError::Allocation { .. } | BTreeError::Log(_)) => Self::Table {
                 table,

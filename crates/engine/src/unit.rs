@@ -59,6 +59,28 @@ impl EngineInner {
         self.log.unit_mtrs() >= self.lone_join_limit
     }
 
+    /// Waits until a commit whose last mini-transaction ended at `end` is as durable as the
+    /// engine's durability promises (nothing to wait for with `Durability::None`). The mtr may
+    /// have joined another thread's open unit: it is recoverable once that unit closes, and
+    /// durable once the log is, up to the unit's end. A log that fails turns the engine
+    /// read-only.
+    pub(crate) fn wait_committed(&self, end: Lsn) -> Result<()> {
+        let log = self.log.log();
+        if log.durability() == barracuda_redo::Durability::None {
+            return Ok(());
+        }
+        let Some(lsn) = self.log.wait_recoverable(end) else {
+            return Err(Error::ReadOnly(self.read_only_reason().unwrap_or_else(
+                || "a change failed part-way while this commit waited for it".to_owned(),
+            )));
+        };
+        log.wait_for_commit(lsn).map_err(|e| {
+            let err = Error::from(e);
+            self.poison(format!("the redo log failed at commit: {err}"));
+            err
+        })
+    }
+
     /// Runs `change` as one redo commit unit under the unit lock, after making room in the log
     /// for about `redo_bytes`. Returns its result and the LSN a commit must wait for (`None`
     /// when the unit logged nothing).

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use barracuda_lock::{LockError, TrxLocks};
-use barracuda_redo::Durability as RedoDurability;
 use barracuda_undo::{ReadView, UndoLog};
 
 use crate::engine::Engine;
@@ -16,6 +15,8 @@ use crate::rollback::{roll_back, LogToRollBack};
 use crate::table::{Range, Table, TableInner};
 
 mod write;
+
+pub(crate) use write::check_value;
 
 /// Which committed data a transaction's plain reads see (InnoDB's `transaction_isolation`).
 /// Locking reads ([`Transaction::get_for_update`]) and writes always act on the newest
@@ -327,20 +328,8 @@ impl<'e> Transaction<'e> {
         if to_history {
             inner.purge_worker.nudge();
         }
-        let log = inner.log.log();
-        if let Some(end) = commit_end.filter(|_| log.durability() != RedoDurability::None) {
-            // The commit's mtr may have joined another thread's open unit: it is recoverable
-            // once that unit closes, and durable once the log is, up to the unit's end.
-            let Some(lsn) = inner.log.wait_recoverable(end) else {
-                return Err(Error::ReadOnly(inner.read_only_reason().unwrap_or_else(
-                    || "a change failed part-way while this commit waited for it".to_owned(),
-                )));
-            };
-            log.wait_for_commit(lsn).map_err(|e| {
-                let err = Error::from(e);
-                inner.poison(format!("the redo log failed at commit: {err}"));
-                err
-            })?;
+        if let Some(end) = commit_end {
+            inner.wait_committed(end)?;
         }
         Ok(())
     }
@@ -405,7 +394,7 @@ impl Drop for Transaction<'_> {
     }
 }
 
-fn check_key(engine: &Engine, table: &Table, key: &[u8]) -> Result<()> {
+pub(crate) fn check_key(engine: &Engine, table: &Table, key: &[u8]) -> Result<()> {
     let max = barracuda_btree::max_key_len(engine.page_size());
     if key.len() > max {
         return Err(Error::KeyTooLong {

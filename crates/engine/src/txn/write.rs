@@ -194,7 +194,7 @@ fn redo_estimate(key: &[u8], value: Option<&[u8]>) -> u64 {
 /// pages): counted once for a run of rows.
 const REDO_ESTIMATE_SLACK: u64 = 4096;
 
-fn check_value(table: &Table, value: &[u8]) -> Result<()> {
+pub(crate) fn check_value(table: &Table, value: &[u8]) -> Result<()> {
     let (len, max) = (value.len() as u64, barracuda_btree::MAX_VALUE_LEN);
     if len > max {
         return Err(Error::ValueTooLong {
