@@ -11,7 +11,8 @@
 //! Environment: `HOT_PATHS_POLICY=legacy|backoff|eager` picks the free-page policy (default
 //! eager); `HOT_PATHS_PAGE=4|8|16|32|64` the page size in KiB (default 16);
 //! `HOT_PATHS_LOAD=random` loads the keys shuffled; `HOT_PATHS_PUT=many` loads each batch with
-//! one `Transaction::put_many` instead of a `put` per row; `HOT_PATHS_LOAD_POOL_PCT` sizes the pool for
+//! one `Transaction::put_many` instead of a `put` per row, `HOT_PATHS_PUT=sorted` the whole table
+//! with one `Engine::load_sorted` (keys in order only); `HOT_PATHS_LOAD_POOL_PCT` sizes the pool for
 //! the load (percent of the data, default 300); `HOT_PATHS_POOL_STATUS=1` prints the pool's
 //! status after the load (phase `load`) and after `get_quarter`.
 //!
@@ -83,7 +84,17 @@ fn load(db: &Engine, t: &Table, rows: u64) {
         value[..8].copy_from_slice(&k.wrapping_mul(2_654_435_761).to_le_bytes());
         value
     };
-    let put_many = std::env::var("HOT_PATHS_PUT").as_deref() == Ok("many");
+    let put = std::env::var("HOT_PATHS_PUT");
+    if put.as_deref() == Ok("sorted") {
+        assert!(
+            keys.is_sorted(),
+            "HOT_PATHS_PUT=sorted loads keys in order only"
+        );
+        db.load_sorted(t, keys.iter().map(|&k| (k.to_be_bytes(), value_of(k))))
+            .unwrap();
+        return;
+    }
+    let put_many = put.as_deref() == Ok("many");
     for batch in keys.chunks(BATCH as usize) {
         let mut tx = db.begin();
         if put_many {

@@ -75,6 +75,11 @@ enum Phase {
     #[value(name = "random_load")]
     #[serde(rename = "random_load")]
     RandomLoad,
+    /// The rows in key order into a fresh database by each engine's own bulk path
+    /// (`PeerDb::bulk_load`): rows/s.
+    #[value(name = "bulk_load")]
+    #[serde(rename = "bulk_load")]
+    BulkLoad,
     /// Uniformly random point gets, cache ≥ data (warmed by one full scan): ops/s, latencies.
     #[value(name = "get_warm")]
     #[serde(rename = "get_warm")]
@@ -92,9 +97,10 @@ enum Phase {
 
 impl Phase {
     /// Every phase, in running order.
-    const ALL: [Phase; 5] = [
+    const ALL: [Phase; 6] = [
         Self::SeqLoad,
         Self::RandomLoad,
+        Self::BulkLoad,
         Self::GetWarm,
         Self::GetQuarter,
         Self::Scan100,
@@ -105,6 +111,7 @@ impl Phase {
         match self {
             Self::SeqLoad => "seq_load",
             Self::RandomLoad => "random_load",
+            Self::BulkLoad => "bulk_load",
             Self::GetWarm => "get_warm",
             Self::GetQuarter => "get_quarter",
             Self::Scan100 => "scan_100",
@@ -114,7 +121,7 @@ impl Phase {
     /// What its rate counts.
     fn unit(self) -> &'static str {
         match self {
-            Self::SeqLoad | Self::RandomLoad => "rows/s",
+            Self::SeqLoad | Self::RandomLoad | Self::BulkLoad => "rows/s",
             Self::GetWarm | Self::GetQuarter => "ops/s",
             Self::Scan100 => "scans/s",
         }
@@ -288,6 +295,15 @@ fn run_engine(kind: EngineKind, cfg: &Config, round: usize, base: &Path) -> Resu
         let figures = workload::load(db.as_ref(), order.into_iter())?;
         report(Phase::RandomLoad, &figures);
         out.insert(Phase::RandomLoad, figures);
+        db.close()?;
+    }
+
+    if cfg.has(Phase::BulkLoad) {
+        let dir = TempDir::create(base.join(format!("r{}-{}-bulk", round + 1, kind.name())))?;
+        let db = engines::open(kind, cfg.spec(&dir.0, cfg.cache_bytes_large))?;
+        let figures = workload::bulk_load(db.as_ref(), cfg.rows)?;
+        report(Phase::BulkLoad, &figures);
+        out.insert(Phase::BulkLoad, figures);
         db.close()?;
     }
 

@@ -196,9 +196,10 @@ pub(crate) fn table(
     let p50: Cell = |f| f.p50_us.map(|x| format!("{x:.1}"));
     let p99: Cell = |f| f.p99_us.map(|x| format!("{x:.1}"));
     let p999: Cell = |f| f.p999_us.map(|x| format!("{x:.1}"));
-    let main_rows: [(String, Phase, Cell); 6] = [
+    let main_rows: [(String, Phase, Cell); 7] = [
         ("seq_load rows/s".into(), Phase::SeqLoad, rate),
         ("random_load rows/s".into(), Phase::RandomLoad, rate),
+        ("bulk_load rows/s".into(), Phase::BulkLoad, rate),
         ("get_warm ops/s".into(), Phase::GetWarm, rate),
         ("get_quarter ops/s".into(), Phase::GetQuarter, rate),
         ("get_quarter p99.9 µs".into(), Phase::GetQuarter, p999),

@@ -137,6 +137,20 @@ pub fn load(db: &dyn PeerDb, order: impl Iterator<Item = u64>) -> Result<Figures
     })
 }
 
+/// Loads rows `0..rows` into the empty `db` by its own bulk path ([`PeerDb::bulk_load`]);
+/// returns rows/s.
+pub fn bulk_load(db: &dyn PeerDb, rows: u64) -> Result<Figures> {
+    let start = Instant::now();
+    db.bulk_load(rows)?;
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(Figures {
+        per_s: rows as f64 / seconds,
+        ops: rows,
+        seconds,
+        ..Figures::default()
+    })
+}
+
 /// Runs `op` on `threads` threads for `duration`, each thread with its own random generator
 /// (seeded from `seed` and its index), timing every call; returns the calls per second of all
 /// threads and the latency percentiles of all calls.

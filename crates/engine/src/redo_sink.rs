@@ -48,8 +48,6 @@ const TRIM_EVERY: usize = 1024;
 pub(crate) struct RedoSink {
     log: RedoLog,
     page_size: PageSize,
-    /// A zero page: the before-image of a created page.
-    zeros: Box<[u8]>,
     /// Start LSNs of mtrs that have their range but whose pages are not all on the flush list
     /// yet. Appends happen under this lock.
     in_flight: Mutex<InFlight>,
@@ -134,7 +132,6 @@ impl RedoSink {
         Self {
             log,
             page_size,
-            zeros: vec![0u8; page_size.bytes()].into_boxed_slice(),
             in_flight: Mutex::new(InFlight::default()),
             unit: Mutex::new(None),
             barrier: AtomicU64::new(Lsn::MAX),
@@ -358,9 +355,7 @@ impl RedoSink {
         let invalid = |e: barracuda_redo::record::RecordError| BTreeError::Log(e.to_string());
         for page in mtr.pages {
             if page.created {
-                w.init_page(page.id);
-                w.log_page_diff(page.id, &self.zeros, page.after)
-                    .map_err(invalid)?;
+                w.log_created_page(page.id, page.after).map_err(invalid)?;
             } else {
                 let start = w.len();
                 for change in page.described {

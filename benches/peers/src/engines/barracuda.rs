@@ -13,7 +13,7 @@ use std::ops::ControlFlow;
 use barracuda::{Durability, Engine, EngineOptions, PageSize, Table, TableOptions};
 
 use super::{OpenSpec, PeerDb, Result};
-use crate::workload::Batch;
+use crate::workload::{self, Batch};
 
 /// The table every workload uses.
 const TABLE: &str = "t";
@@ -47,6 +47,12 @@ impl PeerDb for Db {
         let mut tx = self.engine.begin();
         tx.put_many(&self.table, batch.rows())?;
         tx.commit()?;
+        Ok(())
+    }
+
+    fn bulk_load(&self, rows: u64) -> Result<()> {
+        let rows = (0..rows).map(|n| (workload::key(n), workload::value(n)));
+        self.engine.load_sorted(&self.table, rows)?;
         Ok(())
     }
 

@@ -38,6 +38,11 @@ pub trait PeerDb: Send + Sync {
     /// durably (redb).
     fn write_batch(&self, batch: &Batch, last: bool) -> Result<()>;
 
+    /// Loads rows `0..rows` (ascending keys) into the empty database by the engine's own bulk
+    /// path, without syncing: Barracuda `load_sorted`, LMDB one write transaction with the
+    /// `APPEND` flag, redb one write transaction, RocksDB batches of 1000 with the WAL off.
+    fn bulk_load(&self, rows: u64) -> Result<()>;
+
     /// After a load, untimed: brings the database to the shape it is read in (RocksDB: its
     /// memtable flushed and its files compacted into one sorted run). Nothing for the others.
     fn settle(&self) -> Result<()> {

@@ -9,7 +9,7 @@
 use redb::{Builder, Database, Durability, ReadableDatabase, TableDefinition};
 
 use super::{OpenSpec, PeerDb, Result};
-use crate::workload::Batch;
+use crate::workload::{self, Batch};
 
 /// The table every workload uses.
 const TABLE: TableDefinition<'static, &'static [u8], &'static [u8]> = TableDefinition::new("t");
@@ -49,6 +49,19 @@ impl PeerDb for Db {
             let mut table = txn.open_table(TABLE)?;
             for (k, v) in batch.rows() {
                 table.insert(k, v)?;
+            }
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn bulk_load(&self, rows: u64) -> Result<()> {
+        let mut txn = self.db.begin_write()?;
+        txn.set_durability(Durability::None)?;
+        {
+            let mut table = txn.open_table(TABLE)?;
+            for n in 0..rows {
+                table.insert(workload::key(n).as_slice(), workload::value(n).as_slice())?;
             }
         }
         txn.commit()?;

@@ -13,7 +13,7 @@
 use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteBatch, WriteOptions, DB};
 
 use super::{OpenSpec, PeerDb, Result};
-use crate::workload::Batch;
+use crate::workload::{self, Batch, BATCH_ROWS};
 
 /// An open RocksDB database.
 pub struct Db {
@@ -48,6 +48,21 @@ impl PeerDb for Db {
             wb.put(k, v);
         }
         self.db.write_opt(wb, &self.write_options)?;
+        Ok(())
+    }
+
+    fn bulk_load(&self, rows: u64) -> Result<()> {
+        let mut options = WriteOptions::default();
+        options.disable_wal(true);
+        let mut start = 0;
+        while start < rows {
+            let mut wb = WriteBatch::default();
+            for n in start..(start + BATCH_ROWS as u64).min(rows) {
+                wb.put(workload::key(n), workload::value(n));
+            }
+            self.db.write_opt(wb, &options)?;
+            start += BATCH_ROWS as u64;
+        }
         Ok(())
     }
 
