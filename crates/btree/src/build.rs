@@ -14,8 +14,9 @@
 //! until the root is rewritten: nothing points to them, as nothing points to an overflow chain
 //! before its record commits (`overflow.rs`). The root's rewrite is one mini-transaction, after
 //! every page's own, so the log replays it only after all of them. A crash before it leaves the
-//! tree empty and the written pages allocated but unreachable (leaked, as a partly written
-//! overflow chain is); a build that fails or is dropped frees them.
+//! tree empty and the written pages allocated but unreachable, as a partly written overflow
+//! chain is (the engine frees them when it recovers: an empty tree is its root alone); a build
+//! that fails or is dropped frees them itself.
 
 use barracuda_page::{PageId, PageNo, SysFields};
 
@@ -94,15 +95,10 @@ impl BTree {
         }
         // Checked now so that a load into a table with rows fails before it builds anything;
         // `finish` checks again under the root's latch.
-        let root_id = self.page_id(self.root);
-        {
-            let guard = self.ctx.pool.get_shared(root_id)?;
-            let root = NodeRef::open(&guard, root_id, self)?;
-            if root.level() != 0 || !root.is_empty() {
-                return Err(BTreeError::TreeNotEmpty {
-                    index_id: self.index_id,
-                });
-            }
+        if !self.is_empty()? {
+            return Err(BTreeError::TreeNotEmpty {
+                index_id: self.index_id,
+            });
         }
         Ok(SortedBuild {
             tree: self,

@@ -156,6 +156,15 @@ impl BTree {
         self.space
     }
 
+    /// Whether the tree has no record at all: its root is a leaf without records (rows deleted
+    /// but not yet purged are records).
+    pub fn is_empty(&self) -> Result<bool> {
+        let id = self.page_id(self.root);
+        let guard = self.ctx.pool.get_shared(id)?;
+        let root = NodeRef::open(&guard, id, self)?;
+        Ok(root.level() == 0 && root.is_empty())
+    }
+
     /// The root page number (fixed for the tree's life).
     pub fn root(&self) -> PageNo {
         self.root

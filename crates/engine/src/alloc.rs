@@ -295,6 +295,45 @@ impl SpaceAllocator {
         Ok(())
     }
 
+    /// The pages of `space` its bitmaps mark in use, besides page 0, the bitmap pages and
+    /// `keep`: for a tree that is its root alone (an empty table), pages nothing reaches.
+    pub(crate) fn used_pages_besides(
+        &self,
+        space: SpaceId,
+        keep: PageNo,
+    ) -> Result<Vec<PageId>, BTreeError> {
+        let page_size = self.pool.page_size();
+        let per_bitmap = pages_per_bitmap(page_size);
+        let size = {
+            let id = PageId::new(space, 0);
+            let guard = self.pool.get_shared(id)?;
+            SpaceHeader::read(&guard, page_size)
+                .map_err(|source| BTreeError::Page { page: id, source })?
+                .size_in_pages
+        };
+        let mut used = Vec::new();
+        let mut region: PageNo = 0;
+        while region < size {
+            let id = PageId::new(space, region);
+            let guard = self.pool.get_shared(id)?;
+            let bitmap = AllocationBitmap::open(&guard[..], page_size)
+                .map_err(|source| BTreeError::Page { page: id, source })?;
+            for page_no in region..region.saturating_add(per_bitmap).min(size) {
+                if page_no != region
+                    && page_no != keep
+                    && bitmap.is_used(bit_index(page_no, page_size))
+                {
+                    used.push(PageId::new(space, page_no));
+                }
+            }
+            let Some(next) = region.checked_add(per_bitmap) else {
+                break;
+            };
+            region = next;
+        }
+        Ok(used)
+    }
+
     /// Latches page 0 of `space` exclusively and decodes its space header.
     fn latch_space_header(
         &self,

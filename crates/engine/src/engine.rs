@@ -323,6 +323,9 @@ impl Engine {
         // Before anyone is served (InnoDB rolls back in the background and re-creates the
         // locks; here the engine is not handed out until the rollback is done).
         crate::rollback::roll_back_recovered(&engine.inner, &uncommitted)?;
+        if engine.inner.recovery.is_some() {
+            crate::load::reclaim_pages_of_empty_tables(&engine.inner)?;
+        }
         if engine.inner.options.background_purge {
             crate::purge::spawn(&engine.inner)?;
         }

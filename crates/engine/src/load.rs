@@ -14,7 +14,8 @@ use barracuda_btree::BTreeError;
 use barracuda_page::SysFields;
 use barracuda_undo::RollPtr;
 
-use crate::engine::Engine;
+use crate::alloc::SpaceAllocator;
+use crate::engine::{Engine, EngineInner};
 use crate::error::{Error, Result};
 use crate::table::Table;
 use crate::txn::{check_key, check_value};
@@ -54,8 +55,8 @@ impl Engine {
     /// order ([`Error::NotSorted`]), a table with rows ([`Error::TableNotEmpty`], also when a
     /// writer adds one while the load runs), a key or value over the limits, an I/O error —
     /// leaves the table as it was and frees what was built. A crash during the load leaves the
-    /// table empty; the pages the load had written stay allocated but unreachable until the
-    /// tablespace is rebuilt (as a partly written overflow chain does).
+    /// table empty, and the open that recovers the database frees the pages the load had
+    /// taken (an empty table is its root page alone).
     ///
     /// Tables with `RowFormat::Compressed` are refused ([`Error::Unsupported`]): load them
     /// with `put_many`. Rows deleted from a table but not yet purged still count as rows.
@@ -127,4 +128,36 @@ impl Engine {
             height: stats.height,
         })
     }
+}
+
+/// At an open that recovered from a crash: frees the pages that a sorted load cut short left
+/// allocated (and any overflow chain written for a row an empty table never got). A table with
+/// no record is its root page alone, so every other page its bitmaps mark in use is one nothing
+/// reaches. Returns how many pages were freed.
+pub(crate) fn reclaim_pages_of_empty_tables(inner: &EngineInner) -> Result<u64> {
+    let alloc = SpaceAllocator::new(inner.pool.clone(), inner.spaces.clone(), inner.log.clone());
+    let tables: Vec<_> = inner.tables.read().values().cloned().collect();
+    let mut freed = 0;
+    for table in tables {
+        let tree = &table.tree;
+        let lift = |err: BTreeError| Error::table(&table.name, err);
+        if !tree.is_empty().map_err(lift)? {
+            continue;
+        }
+        let leaked = alloc
+            .used_pages_besides(tree.space(), tree.root())
+            .map_err(lift)?;
+        if leaked.is_empty() {
+            continue;
+        }
+        inner.check_writable_for_lone_mtr(4096)?;
+        barracuda_btree::PageAllocator::free_pages(&alloc, &leaked).map_err(lift)?;
+        tracing::info!(
+            table = %table.name,
+            pages = leaked.len(),
+            "freed the pages of a load cut short (the table is empty)"
+        );
+        freed += leaked.len() as u64;
+    }
+    Ok(freed)
 }

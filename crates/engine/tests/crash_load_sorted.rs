@@ -8,7 +8,9 @@
 //! and written while it runs, and prints an ACK with the table's number once the load returned.
 //! Every third table is page-compressed (LZ4). The parent kills it at a random moment and
 //! reopens the database, then checks every table: empty, or all its rows with their values and
-//! a well-formed tree; every acknowledged one complete. Rounds continue on the same directory:
+//! a well-formed tree; every acknowledged one complete; and, once closed, every page of the
+//! database (`inspect::check_database`): no page the cut-short load had allocated is left
+//! allocated, since the reopen frees them. Rounds continue on the same directory:
 //! the next child loads the table the kill left empty again.
 //!
 //! Replay a failure with the seed and kill count it prints (see `crash_kill.rs`).
@@ -155,6 +157,22 @@ fn check(dir: &Path, acked: &[u64], verified: u64) -> Result<Found, String> {
         return Err(format!("table {lost} was acknowledged but is not complete"));
     }
     db.close().map_err(|e| format!("closing: {}", chain(&e)))?;
+    // No page left allocated by a load the kill cut short: the reopen freed them.
+    let report =
+        barracuda::inspect::check_database(dir).map_err(|e| format!("checking: {}", chain(&e)))?;
+    let problems: Vec<String> = report
+        .problems
+        .iter()
+        .chain(report.tables.iter().flat_map(|t| &t.problems))
+        .map(ToString::to_string)
+        .collect();
+    if !problems.is_empty() {
+        return Err(format!(
+            "the check after the reopen found {} problems, the first: {}",
+            problems.len(),
+            problems.first().map_or("", String::as_str)
+        ));
+    }
     Ok(found)
 }
 
