@@ -323,7 +323,13 @@ impl Engine {
         // Before anyone is served (InnoDB rolls back in the background and re-creates the
         // locks; here the engine is not handed out until the rollback is done).
         crate::rollback::roll_back_recovered(&engine.inner, &uncommitted)?;
-        if engine.inner.recovery.is_some() {
+        // Only after a crash: the log had changes past its checkpoint (a clean close leaves
+        // none, and the open then reads no table page).
+        if engine
+            .inner
+            .recovery
+            .is_some_and(|r| r.redo_bytes + r.discarded_bytes > 0)
+        {
             // Leaked pages cost space, not correctness: an engine that cannot free them (turned
             // read-only by the recovery, a page it cannot read) still opens.
             if let Err(err) = crate::load::reclaim_pages_of_empty_tables(&engine.inner) {

@@ -130,7 +130,7 @@ impl Engine {
     }
 }
 
-/// At an open that recovered from a crash: frees the pages that a sorted load cut short left
+/// At an open that replayed or discarded redo (a crash; a clean close leaves none): frees the pages that a sorted load cut short left
 /// allocated (and any overflow chain written for a row an empty table never got). A table with
 /// no record is its root page alone, so every other page its bitmaps mark in use is one nothing
 /// reaches. Returns how many pages were freed.
