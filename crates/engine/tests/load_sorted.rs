@@ -98,21 +98,18 @@ fn rows_out_of_order_load_nothing_and_the_table_can_be_loaded_again() {
     assert_eq!(db.range(&t, ..).unwrap().count(), 0);
     assert_eq!(db.check_table(&t).unwrap().records, 0);
     // The abandoned loads gave their pages back: loading again reuses them.
-    let before = db
-        .status()
-        .tables
-        .iter()
-        .find(|s| s.name == "t")
-        .unwrap()
-        .file_bytes;
+    let file_bytes = || {
+        let status = db.status();
+        status
+            .tables
+            .iter()
+            .find(|s| s.name == "t")
+            .unwrap()
+            .file_bytes
+    };
+    let before = file_bytes();
     db.load_sorted(&t, rows(5_000)).unwrap();
-    let after = db
-        .status()
-        .tables
-        .iter()
-        .find(|s| s.name == "t")
-        .unwrap()
-        .file_bytes;
+    let after = file_bytes();
     assert_eq!(before, after, "the second load grew the file");
     assert_eq!(db.range(&t, ..).unwrap().count(), 5_000);
 }
