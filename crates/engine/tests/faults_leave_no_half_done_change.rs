@@ -27,7 +27,7 @@
 )]
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use barracuda::fs::{FaultError, FaultyFileSystem, OpKind};
 use barracuda::{Engine, EngineOptions, Error, PageSize, TableOptions};
@@ -112,6 +112,20 @@ struct Outcome {
     read_only: bool,
     /// The reopen replayed redo (the close did not checkpoint).
     recovered: bool,
+}
+
+/// Held by each test of this file for its whole run. The op counts of a run depend on how busy
+/// the machine is: with a second workload beside it the page cleaner keeps fewer frames free,
+/// user threads flush single pages (each a doublewrite sync) and a run's syncs grew from ~680
+/// to ~980 when measured. Clean runs measured beside another test then overstate the counts the
+/// fault runs reach, and their failpoints seem not to fire.
+static ONE_TEST_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_test_at_a_time() -> MutexGuard<'static, ()> {
+    // A test that failed while holding it leaves nothing the next test depends on.
+    ONE_TEST_AT_A_TIME
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The operation kinds faults are injected into.
@@ -245,10 +259,10 @@ fn run_all(step_for: impl Fn(u64) -> u64) {
     for (kind, total) in KINDS.into_iter().zip(counts) {
         assert!(total > 0, "the workload does no {kind:?}");
         let (mut runs, mut fired, mut failed, mut read_only, mut recovered) = (0, 0, 0, 0, 0);
-        // Runs whose N is one of the first 12 or lies in the first 85 % of the clean run's ops,
-        // and how many fired: the last ops (background flushes, the close's checkpoint) vary
-        // with the machine's load, so an N near the total may not be reached; those runs still
-        // check what they do.
+        // Runs whose N is one of the first 12 or lies in the first 75 % of the clean run's ops,
+        // and how many fired: the ops that depend on timing (background flushes, single-page
+        // flushes when the free list runs dry, the close's checkpoint) vary with the machine's
+        // load, so an N near the total may not be reached; those runs still check what they do.
         let (mut early_runs, mut early_fired) = (0, 0);
         for nth in sample(total, step_for(total)) {
             let error = if nth % 2 == 0 {
@@ -259,7 +273,7 @@ fn run_all(step_for: impl Fn(u64) -> u64) {
             let (_, outcome) = run(Some((kind, nth, error)));
             runs += 1;
             fired += usize::from(outcome.fired);
-            if nth <= 12 || nth * 100 <= total * 85 {
+            if nth <= 12 || nth * 100 <= total * 75 {
                 early_runs += 1;
                 early_fired += usize::from(outcome.fired);
             }
@@ -282,6 +296,7 @@ fn run_all(step_for: impl Fn(u64) -> u64) {
 
 #[test]
 fn a_failed_operation_leaves_no_half_done_change_sampled() {
+    let _alone = one_test_at_a_time();
     // About 25 runs per kind.
     run_all(|total| (total / 12).max(1));
 }
@@ -289,11 +304,13 @@ fn a_failed_operation_leaves_no_half_done_change_sampled() {
 #[test]
 #[ignore = "thousands of runs; run with --ignored"]
 fn a_failed_operation_leaves_no_half_done_change_for_every_n() {
+    let _alone = one_test_at_a_time();
     run_all(|_| 1);
 }
 
 #[test]
 fn a_full_disk_while_growing_a_table_is_a_no_space_error_and_the_row_can_be_retried() {
+    let _alone = one_test_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
     let fs = FaultyFileSystem::new();
     let db = Engine::open(tmp.path(), options(&fs)).unwrap();
