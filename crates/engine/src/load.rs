@@ -33,9 +33,13 @@ pub struct LoadReport {
 
 /// Ends the load's transaction id on every path: after the install its rows become visible to
 /// views opened from then on; before it, nothing of it is reachable.
+/// The load holds its transaction's own lock meanwhile: a writer that meets one of its rows
+/// after the install and before this end waits for the lock (the rows' implicit lock), and
+/// the lock goes (the field drops) only after the id stopped being active.
 struct EndsLoad<'e> {
     engine: &'e Engine,
     trx_id: u64,
+    _locks: barracuda_lock::TrxLocks,
 }
 
 impl Drop for EndsLoad<'_> {
@@ -79,9 +83,12 @@ impl Engine {
             Error::table(name, err)
         };
         let trx_id = inner.mvcc.begin()?;
+        let mut locks = inner.locks.begin(trx_id);
+        locks.lock_own_transaction();
         let ends = EndsLoad {
             engine: self,
             trx_id,
+            _locks: locks,
         };
         let inserted = RollPtr {
             page_no: 0,

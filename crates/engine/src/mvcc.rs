@@ -2,10 +2,18 @@
 //! readers see the versions their read view allows, rollback applies the undo, and purge
 //! removes what no view can need.
 //!
-//! A transaction's write locks its row (`txn/write.rs`), then, inside one redo commit unit under the
-//! engine's unit lock, appends its undo record (the key for an insert, the whole version it
+//! A transaction's write appends its undo record (the key for an insert, the whole version it
 //! replaces for an update or delete-mark) and changes the row in place with its transaction id
-//! and a roll pointer to that record: a crash keeps both or neither. Until commit the
+//! and a roll pointer to that record, in one mini-transaction (or one redo commit unit when
+//! the row splits its leaf): a crash keeps both or neither.
+//!
+//! Row locks are mostly *implicit*, as InnoDB's inserts are: the row's transaction id is its
+//! lock while that transaction is active. With the leaf latched, a writer looks at the row it
+//! is about to change ([`Mvcc::claim`]): its own, or absent / last changed by an ended
+//! transaction and not locked by another through the lock table — it writes; changed by
+//! another active transaction, or locked by one — it stops before changing anything and the
+//! caller waits ([`Blocked`]) and tries again. Only locking reads, deletes and the general
+//! path (a split: the row is read and changed in two steps) take explicit row locks. Until commit the
 //! transaction is *active*: every reader but itself rebuilds the rows it changed from the undo
 //! records, so nobody sees part of it. A crash leaves its undo log named by a slot of the
 //! transaction system page, and the next open rolls it back ([`Mvcc::open`] returns it).
@@ -15,6 +23,7 @@ use std::sync::Arc;
 
 use barracuda_btree::{BTree, InPlace, InPlaceOutcome, LogSink, PageAllocator, StoredRecord};
 use barracuda_buffer_pool::BufferPool;
+use barracuda_lock::TrxLocks;
 use barracuda_page::{PageNo, SysFields, UndoKind};
 use barracuda_undo::{
     decode_version, encode_version, visible_version, ReadView, RollPtr, TrxSystem, UndoLog,
@@ -36,6 +45,27 @@ pub(crate) struct PurgeCounters {
     pub(crate) recovered_rows_undone: AtomicU64,
     /// The rollback segment the next purge round starts with (taken modulo their number).
     pub(crate) next_rseg: std::sync::atomic::AtomicUsize,
+}
+
+/// Why a row write stopped before changing its row: another transaction may change it now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Blocked {
+    /// This transaction changed the row and has not ended (its implicit lock): wait for it.
+    ByTransaction(u64),
+    /// The row's lock must be taken first: another transaction holds it in the lock table,
+    /// or the write reads and changes the row in two steps. Queue for it.
+    RowLock,
+}
+
+/// What [`Mvcc::apply_row`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Applied {
+    /// The row was written or delete-marked.
+    Changed,
+    /// Nothing to do (a delete of an absent or already deleted row).
+    Unchanged,
+    /// Nothing changed: the row is another active transaction's.
+    Blocked(Blocked),
 }
 
 /// Transactions' view of the data: the transaction system and the undo tablespace.
@@ -142,8 +172,46 @@ impl Mvcc {
         Ok((self.undo.commit(log, no).map_err(undo_err)?, true))
     }
 
+    /// Whether transaction `me` (holding `locks`) may change the row of `key` in `space`,
+    /// whose newest version is `current` (`None`: absent), without waiting: `None` if so.
+    /// Called with the row's leaf latched, so the answer holds until the change is made: a
+    /// transaction that takes the row's lock later reads the row after it and sees the
+    /// change (and waits for `me`).
+    pub(crate) fn claim(
+        &self,
+        locks: &TrxLocks,
+        me: u64,
+        space: u32,
+        key: &[u8],
+        current: Option<&StoredRecord>,
+    ) -> Option<Blocked> {
+        if let Some(row) = current {
+            let owner = row.sys.trx_id;
+            if owner == me {
+                // Its own change: nobody else may change the row until `me` ends.
+                return None;
+            }
+            if self.trx.is_active(owner) {
+                return Some(Blocked::ByTransaction(owner));
+            }
+        }
+        locks
+            .locked_by_other(u64::from(space), key)
+            .map(|_| Blocked::RowLock)
+    }
+
+    /// The transaction other than `me` that changed `current` and is still active: its
+    /// implicit lock on the row.
+    fn held_by_other(&self, me: u64, current: Option<&StoredRecord>) -> Option<u64> {
+        current
+            .map(|row| row.sys.trx_id)
+            .filter(|&owner| owner != me && self.trx.is_active(owner))
+    }
+
     /// Applies `key → value` (or its deletion) to `tree` for transaction `trx_id`, writing the
-    /// undo record first. Returns whether a row was written or deleted.
+    /// undo record first. The row is read, then changed, in two steps: the caller holds the
+    /// row's lock, or the row is already `trx_id`'s. A row another active transaction changed
+    /// (before the caller locked it) is left alone: [`Applied::Blocked`].
     pub(crate) fn apply_row(
         &self,
         tree: &BTree,
@@ -151,18 +219,22 @@ impl Mvcc {
         trx_id: u64,
         key: &[u8],
         value: Option<&[u8]>,
-    ) -> std::result::Result<bool, barracuda_btree::BTreeError> {
+    ) -> std::result::Result<Applied, barracuda_btree::BTreeError> {
         let space = tree.space();
         let sys = |ptr: RollPtr, deleted| SysFields {
             trx_id,
             roll_ptr: ptr.to_u64(),
             deleted,
         };
-        match (tree.get_stored_to_change(key)?, value) {
+        let current = tree.get_stored_to_change(key)?;
+        if let Some(owner) = self.held_by_other(trx_id, current.as_ref()) {
+            return Ok(Applied::Blocked(Blocked::ByTransaction(owner)));
+        }
+        match (current, value) {
             (None, Some(v)) => {
                 let ptr = self.undo.append(log, UndoKind::Insert, space, key)?;
                 tree.put_versioned(key, v, sys(ptr, false))?;
-                Ok(true)
+                Ok(Applied::Changed)
             }
             (Some(old), Some(v)) => {
                 // Also a revived delete-marked row: its old version is the deleted one.
@@ -171,7 +243,7 @@ impl Mvcc {
                 // The replaced version keeps its value (off-page chain included) for readers
                 // of older views; purge frees it.
                 tree.put_versioned(key, v, sys(ptr, false))?;
-                Ok(true)
+                Ok(Applied::Changed)
             }
             (Some(old), None) if !old.sys.deleted => {
                 let payload = encode_version(key, &old)?;
@@ -179,28 +251,35 @@ impl Mvcc {
                     .undo
                     .append(log, UndoKind::DeleteMark, space, &payload)?;
                 tree.put_stored(key, &old.value, sys(ptr, true))?;
-                Ok(true)
+                Ok(Applied::Changed)
             }
-            (_, None) => Ok(false),
+            (_, None) => Ok(Applied::Unchanged),
         }
     }
 
     /// The fast path of a row write: the undo record and the row change in one
     /// mini-transaction, with no redo commit unit and no engine-wide lock — when the record
     /// fits the log's last undo page and the row fits its leaf in place (no split, no overflow
-    /// chain). Returns [`InPlaceOutcome::NotHere`] (nothing changed) otherwise.
+    /// chain). Returns [`InPlaceOutcome::NotHere`] (nothing changed) otherwise, with the
+    /// reason when the row is another transaction's ([`claim`](Self::claim)).
     pub(crate) fn write_in_place(
         &self,
         tree: &BTree,
         log: &mut UndoLog,
+        locks: &TrxLocks,
         trx_id: u64,
         key: &[u8],
         value: Option<&[u8]>,
-    ) -> std::result::Result<InPlaceOutcome, barracuda_btree::BTreeError> {
+    ) -> std::result::Result<(InPlaceOutcome, Option<Blocked>), barracuda_btree::BTreeError> {
         let space = tree.space();
         let undo = &self.undo;
         let change = value.map_or(InPlace::DeleteMark, InPlace::Put);
-        tree.change_in_place(key, change, &mut |mtr, current| {
+        let mut blocked = None;
+        let outcome = tree.change_in_place(key, change, &mut |mtr, current| {
+            if let Some(why) = self.claim(locks, trx_id, space, key, current) {
+                blocked = Some(why);
+                return Ok(None);
+            }
             // An insert's payload is the key itself: no copy on the hot path.
             let (kind, version) = match (current, value) {
                 (None, Some(_)) => (UndoKind::Insert, None),
@@ -218,23 +297,39 @@ impl Mvcc {
                 roll_ptr: ptr.to_u64(),
                 deleted: value.is_none(),
             }))
-        })
+        })?;
+        Ok((outcome, blocked))
     }
 
     /// [`write_in_place`](Self::write_in_place) for a run of puts, keys strictly ascending:
     /// as many rows as the first one's leaf takes in place, with their undo records, in one
     /// mini-transaction (`BTree::put_run_in_place`). Returns how many rows, from the first,
-    /// were written; 0 leaves the first to the general path.
+    /// were written — 0 leaves the first to the general path — and, when the run stopped at
+    /// a row another transaction may change ([`claim`](Self::claim)), why: that row is the
+    /// first not written.
     pub(crate) fn write_run_in_place(
         &self,
         tree: &BTree,
         log: &mut UndoLog,
+        locks: &TrxLocks,
         trx_id: u64,
         rows: &[(&[u8], &[u8])],
-    ) -> std::result::Result<usize, barracuda_btree::BTreeError> {
+    ) -> std::result::Result<(usize, Option<Blocked>), barracuda_btree::BTreeError> {
         let space = tree.space();
         let undo = &self.undo;
-        tree.put_run_in_place(rows, &mut |mtr, currents| {
+        let mut blocked = None;
+        let written = tree.put_run_in_place(rows, &mut |mtr, currents| {
+            // The rows this transaction may change now: the prefix before the first that is
+            // another's.
+            let mut claimed = currents.len();
+            for (i, (&(key, _), current)) in rows.iter().zip(currents).enumerate() {
+                if let Some(why) = self.claim(locks, trx_id, space, key, current.as_ref()) {
+                    blocked = Some(why);
+                    claimed = i;
+                    break;
+                }
+            }
+            let currents = currents.get(..claimed).unwrap_or_default();
             // An insert's payload is its key; an update's, the version it replaces.
             let versions = rows
                 .iter()
@@ -254,7 +349,14 @@ impl Mvcc {
                     Some(v) => (UndoKind::Update, v.as_slice()),
                 })
                 .collect();
+            if records.is_empty() {
+                return Ok(Vec::new());
+            }
             let ptrs = undo.append_run_in(mtr, log, space, &records)?;
+            if ptrs.len() < records.len() {
+                // The undo page took only a prefix: the stop is not the blocked row's.
+                blocked = None;
+            }
             Ok(ptrs
                 .iter()
                 .map(|ptr| SysFields {
@@ -263,7 +365,8 @@ impl Mvcc {
                     deleted: false,
                 })
                 .collect())
-        })
+        })?;
+        Ok((written, blocked))
     }
 
     /// The value of `key` that `view` sees.

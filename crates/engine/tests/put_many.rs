@@ -151,9 +151,18 @@ fn put_many_locks_its_rows_against_other_writers() {
         .put_many(&t, rows_in.iter().map(|(k, v)| (&k[..], &v[..])))
         .unwrap_err();
     assert!(matches!(err, Error::LockWaitTimeout { .. }), "{err}");
-    // The batch stopped at the lock: it locks in key order before writing any row.
-    assert_eq!(tx.get(&t, b"k000").unwrap(), None);
+    // The batch writes in key order and stopped at the held row: the rows before it are the
+    // transaction's (seen by it, by nobody else), the row and those after it are not written.
+    assert_eq!(tx.get(&t, b"k049").unwrap().as_deref(), Some(&b"batch"[..]));
+    assert_eq!(db.get(&t, b"k049").unwrap(), None);
+    assert_eq!(tx.get(&t, b"k051").unwrap(), None);
+    assert_eq!(
+        tx.get(&t, b"k050").unwrap(),
+        None,
+        "not committed by its holder yet"
+    );
     tx.rollback().unwrap();
+    assert_eq!(db.get(&t, b"k000").unwrap(), None, "rolled back");
     holder.commit().unwrap();
     let mut tx = db.begin();
     tx.put_many(&t, rows_in.iter().map(|(k, v)| (&k[..], &v[..])))

@@ -1,6 +1,6 @@
 //! Row locks for Barracuda transactions: an exclusive lock per `(space, key)`, granted first
 //! come first served, with a lock wait timeout and deadlock detection that never stops the
-//! world.
+//! world, and a lock per transaction for waits on rows it changed without a row lock.
 //!
 //! A transaction registers with the [`LockManager`] and gets a [`TrxLocks`] handle; each
 //! [`TrxLocks::lock_exclusive`] either grants the key's lock at once, or queues the
@@ -8,6 +8,16 @@
 //! out ([`LockError::Timeout`]), or the transaction is chosen as a deadlock victim
 //! ([`LockError::Deadlock`]). [`TrxLocks::release_all`] (also run on drop) hands every held lock
 //! to its first waiter.
+//!
+//! # Transaction locks: waiting for an implicit lock
+//! A writer may change a row without asking for its lock: the row then carries the writer's
+//! transaction id, and that is its lock while the transaction is active (InnoDB's *implicit*
+//! locks; an insert in InnoDB creates no lock object). Each writing transaction holds one
+//! lock of its own ([`TrxLocks::lock_own_transaction`]) until it ends; another transaction
+//! that finds the row changed by it waits on that lock ([`TrxLocks::wait_for_transaction`]),
+//! so the wait queues, times out and closes deadlock cycles as a row lock wait does. Before
+//! changing a row without its lock, a writer checks that no other transaction holds it
+//! explicitly ([`TrxLocks::locked_by_other`]), with the row's page latched.
 //!
 //! # Deadlock detection
 //! Reads take no locks (they read a snapshot), and writes take only exclusive locks, so a

@@ -11,6 +11,17 @@ use crate::manager::{LockKey, Queue, Shared};
 use crate::search::{search, Verdict};
 use crate::stats::Counters;
 
+/// The space of the transaction locks (row locks' spaces are table space ids, below 2^32).
+const TRANSACTION_SPACE: u64 = u64::MAX;
+
+/// The key of transaction `trx_id`'s own lock.
+fn transaction_key(trx_id: u64) -> LockKey {
+    LockKey {
+        space: TRANSACTION_SPACE,
+        key: trx_id.to_le_bytes().as_slice().into(),
+    }
+}
+
 /// How a granted [`TrxLocks::lock_exclusive`] got its lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Acquired {
@@ -115,12 +126,81 @@ impl TrxLocks {
     /// transaction is chosen as a deadlock victim; then it is no longer queued, and it still
     /// holds every lock it held (the caller rolls a deadlock victim back, which releases them).
     pub fn lock_exclusive(&mut self, space: u64, key: &[u8]) -> Result<Acquired, LockError> {
-        let counters = &self.shared.counters;
-        Counters::bump(&counters.requests);
-        let wanted = LockKey {
+        debug_assert_ne!(space, TRANSACTION_SPACE, "the transaction locks' space");
+        Counters::bump(&self.shared.counters.requests);
+        self.acquire(LockKey {
+            space,
+            key: key.into(),
+        })
+    }
+
+    /// Takes this transaction's own lock, held until [`release_all`](Self::release_all): the
+    /// lock that others wait on, through [`wait_for_transaction`](Self::wait_for_transaction),
+    /// for a row this transaction changed without locking it (its *implicit* lock: the row
+    /// carries the transaction's id, as InnoDB's inserts carry `DB_TRX_ID` and no lock
+    /// object). Take it before the first such change. Not counted among the row locks of
+    /// [`LockStats`](crate::LockStats). Nobody else holds it, so it is granted at once.
+    pub fn lock_own_transaction(&mut self) {
+        let wanted = transaction_key(self.trx.id);
+        // Another transaction queues on this key only after it saw this id on a row, which
+        // this one writes only after holding the key: nobody owns it before, nobody can be
+        // granted it, and the request never waits.
+        let _granted_at_once = self.acquire(wanted);
+    }
+
+    /// Waits until transaction `trx_id` ends (commits or rolls back and releases its locks):
+    /// the wait for a row it changed without a row lock (see
+    /// [`lock_own_transaction`](Self::lock_own_transaction)). The wait is a lock request on
+    /// that transaction's own lock, so it queues, times out and takes part in deadlock
+    /// detection as any row lock wait does; once granted, the lock is let go at once.
+    /// Returns [`Acquired::Now`] when `trx_id` held no lock (it has ended, or never took its
+    /// own lock: the caller decides what that means).
+    pub fn wait_for_transaction(&mut self, trx_id: u64) -> Result<Acquired, LockError> {
+        Counters::bump(&self.shared.counters.requests);
+        let acquired = self.acquire(transaction_key(trx_id))?;
+        if acquired != Acquired::AlreadyHeld {
+            if let Some(key) = self.held.pop() {
+                self.release(&key);
+            }
+        }
+        Ok(acquired)
+    }
+
+    /// The transaction other than this one that holds the row lock on `(space, key)`, if
+    /// any: a writer about to change the row without a row lock checks that nobody locked it
+    /// explicitly (a locking read, a delete) first. The answer holds while the caller keeps
+    /// the row's page latched: a later locker reads the row after taking its lock, and so
+    /// sees the change.
+    pub fn locked_by_other(&self, space: u64, key: &[u8]) -> Option<u64> {
+        let key = LockKey {
             space,
             key: key.into(),
         };
+        let shard = self.shared.shard(&key).lock();
+        shard
+            .queues
+            .get(&key)
+            .map(|queue| queue.owner.id)
+            .filter(|&owner| owner != self.trx.id)
+    }
+
+    /// Whether this transaction holds the row lock on `(space, key)`.
+    pub fn holds(&self, space: u64, key: &[u8]) -> bool {
+        let key = LockKey {
+            space,
+            key: key.into(),
+        };
+        let shard = self.shared.shard(&key).lock();
+        shard
+            .queues
+            .get(&key)
+            .is_some_and(|queue| Arc::ptr_eq(&queue.owner, &self.trx))
+    }
+
+    /// Grants `wanted` at once, or queues for it and waits (see
+    /// [`lock_exclusive`](Self::lock_exclusive)).
+    fn acquire(&mut self, wanted: LockKey) -> Result<Acquired, LockError> {
+        let counters = &self.shared.counters;
         let queued_on = {
             let mut shard = self.shared.shard(&wanted).lock();
             match shard.queues.get_key_value(&wanted) {
@@ -134,7 +214,9 @@ impl TrxLocks {
                         },
                     );
                     drop(shard);
-                    Counters::bump(&counters.held_now);
+                    if key.space != TRANSACTION_SPACE {
+                        Counters::bump(&counters.held_now);
+                    }
                     self.now_held(key);
                     return Ok(Acquired::Now);
                 }
@@ -274,38 +356,40 @@ impl TrxLocks {
     /// Releases every lock this transaction holds, handing each to the first transaction
     /// still waiting for it (first come, first served).
     pub fn release_all(&mut self) {
-        let mut freed = 0u64;
-        for key in self.held.drain(..) {
-            let mut shard = self.shared.shard(&key).lock();
-            // Taken out (one lookup: nearly always nobody waits) and put back for a waiter.
-            let Some((map_key, mut queue)) = shard.queues.remove_entry(&*key) else {
-                continue;
-            };
-            debug_assert!(Arc::ptr_eq(&queue.owner, &self.trx));
-            let mut next_owner = None;
-            while let Some(waiter) = queue.waiters.pop_front() {
-                let mut slot = waiter.slot.lock();
-                // A victim or a waiter that timed out is leaving the queue on its own.
-                if slot.outcome == Outcome::Waiting {
-                    slot.outcome = Outcome::Granted;
-                    drop(slot);
-                    waiter.wake.notify_one();
-                    next_owner = Some(waiter);
-                    break;
-                }
-            }
-            if let Some(owner) = next_owner {
-                queue.owner = owner;
+        let held = std::mem::take(&mut self.held);
+        for key in held {
+            self.release(&key);
+        }
+        self.trx.weight.store(0, Ordering::Relaxed);
+    }
+
+    /// Releases one held lock, handing it to the first transaction still waiting for it.
+    fn release(&self, key: &LockKey) {
+        let mut shard = self.shared.shard(key).lock();
+        // Taken out (one lookup: nearly always nobody waits) and put back for a waiter.
+        let Some((map_key, mut queue)) = shard.queues.remove_entry(key) else {
+            return;
+        };
+        debug_assert!(Arc::ptr_eq(&queue.owner, &self.trx));
+        while let Some(waiter) = queue.waiters.pop_front() {
+            let mut slot = waiter.slot.lock();
+            // A victim or a waiter that timed out is leaving the queue on its own.
+            if slot.outcome == Outcome::Waiting {
+                slot.outcome = Outcome::Granted;
+                drop(slot);
+                waiter.wake.notify_one();
+                queue.owner = waiter;
                 shard.queues.insert(map_key, queue);
-            } else {
-                freed += 1;
+                return;
             }
         }
-        self.shared
-            .counters
-            .held_now
-            .fetch_sub(freed, Ordering::Relaxed);
-        self.trx.weight.store(0, Ordering::Relaxed);
+        drop(shard);
+        if key.space != TRANSACTION_SPACE {
+            self.shared
+                .counters
+                .held_now
+                .fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 

@@ -306,3 +306,96 @@ fn a_search_behind_a_running_owner_takes_one_step_however_long_the_queue() {
     }
     assert_eq!(locks.stats().held_now, 0);
 }
+
+#[test]
+fn a_wait_for_a_transaction_ends_when_it_releases_its_own_lock() {
+    let locks = manager(Duration::from_secs(30), true);
+    let mut owner = locks.begin(1);
+    owner.lock_own_transaction();
+    // Not a row lock: the row-lock figures do not count it.
+    assert_eq!((owner.held(), locks.stats().held_now), (1, 0));
+    assert_eq!(locks.stats().requests, 0);
+    let waiter = {
+        let locks = locks.clone();
+        thread::spawn(move || {
+            let mut trx = locks.begin(2);
+            let got = trx.wait_for_transaction(1);
+            (trx.held(), got)
+        })
+    };
+    until("the waiter queued", || locks.stats().waiting_now == 1);
+    owner.release_all();
+    let (held, got) = waiter.join().unwrap();
+    assert!(matches!(got, Ok(Acquired::AfterWait(_))), "{got:?}");
+    assert_eq!(held, 0, "the transaction's lock is let go once granted");
+    let stats = locks.stats();
+    assert_eq!(
+        (
+            stats.requests,
+            stats.waits,
+            stats.waiting_now,
+            stats.held_now
+        ),
+        (1, 1, 0, 0)
+    );
+    // An ended transaction holds nothing: the wait is over at once.
+    let mut late = locks.begin(3);
+    assert_eq!(late.wait_for_transaction(1).unwrap(), Acquired::Now);
+    assert_eq!(late.held(), 0);
+}
+
+#[test]
+fn waits_for_transactions_and_row_locks_close_a_deadlock_together() {
+    let locks = manager(Duration::from_secs(30), true);
+    // t1 changed a row without a lock (it holds its own lock) and holds the row lock on "r";
+    // t2 waits for t1's row, then t1 asks for a row t2 locked.
+    let mut t1 = locks.begin(1);
+    t1.lock_own_transaction();
+    let mut t2 = locks.begin(2);
+    t2.lock_own_transaction();
+    t2.lock_exclusive(SPACE, b"r").unwrap();
+    let waiter = thread::spawn(move || {
+        let got = t2.wait_for_transaction(1);
+        (t2, got)
+    });
+    until("t2 queued", || locks.stats().waiting_now == 1);
+    let err = t1.lock_exclusive(SPACE, b"r").unwrap_err();
+    let LockError::Deadlock { trx, why } = &err else {
+        panic!("expected a deadlock, got {err:?}");
+    };
+    // The cycle t1 → t2 (owner of "r") → t1 (owner of its own lock) is found; t1 holds one
+    // lock, t2 two: t1 is the lighter, so the victim.
+    assert!(why.contains("cycle"), "{why}");
+    assert_eq!(*trx, 1);
+    t1.release_all();
+    let (mut t2, got) = waiter.join().unwrap();
+    assert!(matches!(got, Ok(Acquired::AfterWait(_))), "{got:?}");
+    t2.release_all();
+    assert_eq!(locks.stats().held_now, 0);
+}
+
+#[test]
+fn locked_by_other_names_the_owner_unless_it_is_the_asker() {
+    let locks = manager(Duration::from_secs(5), true);
+    let mut t1 = locks.begin(1);
+    let t2 = locks.begin(2);
+    assert_eq!(t2.locked_by_other(SPACE, b"k"), None);
+    t1.lock_exclusive(SPACE, b"k").unwrap();
+    assert_eq!(t2.locked_by_other(SPACE, b"k"), Some(1));
+    assert_eq!(t1.locked_by_other(SPACE, b"k"), None, "its own lock");
+    assert_eq!(t2.locked_by_other(SPACE + 1, b"k"), None, "another space");
+    t1.release_all();
+    assert_eq!(t2.locked_by_other(SPACE, b"k"), None);
+}
+
+#[test]
+fn holds_is_true_only_for_the_owner() {
+    let locks = manager(Duration::from_secs(5), true);
+    let mut t1 = locks.begin(1);
+    let t2 = locks.begin(2);
+    assert!(!t1.holds(SPACE, b"k"));
+    t1.lock_exclusive(SPACE, b"k").unwrap();
+    assert!(t1.holds(SPACE, b"k") && !t2.holds(SPACE, b"k"));
+    t1.release_all();
+    assert!(!t1.holds(SPACE, b"k"));
+}

@@ -234,6 +234,13 @@ impl TrxSystem {
                 .all(|(low, active)| id < *low && active.binary_search(&id).is_err())
     }
 
+    /// Whether transaction `id` is active now (begun or resurrected, not yet committed or
+    /// rolled back). Ids below [`committed_below`](Self::committed_below) are answered
+    /// without the mutex.
+    pub fn is_active(&self, id: u64) -> bool {
+        id >= self.committed_below() && self.state.lock().active.contains(&id)
+    }
+
     /// Transactions active now.
     pub fn active_count(&self) -> usize {
         self.state.lock().active.len()
@@ -331,6 +338,24 @@ mod tests {
         sys.commit(t2);
         assert!(!view.sees(t2), "a commit after the view changes nothing");
         assert!(sys.read_view(0).sees(t2));
+    }
+
+    #[test]
+    fn a_transaction_is_active_from_begin_to_commit_or_rollback() {
+        let sys = TrxSystem::new(5);
+        let (t1, t2) = (sys.begin().value, sys.begin().value);
+        assert!(sys.is_active(t1) && sys.is_active(t2));
+        assert!(!sys.is_active(4), "below the first id: ended long ago");
+        assert!(!sys.is_active(t2 + 1), "not begun");
+        sys.commit(t1);
+        assert!(!sys.is_active(t1) && sys.is_active(t2));
+        sys.end_rolled_back(t2);
+        assert!(!sys.is_active(t2));
+        sys.resurrect(40);
+        assert!(
+            sys.is_active(40),
+            "found active in the undo log at recovery"
+        );
     }
 
     #[test]

@@ -3,14 +3,16 @@
 use std::ops::{ControlFlow, RangeBounds};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
-use barracuda_lock::{LockError, TrxLocks};
+use barracuda_lock::{Acquired, LockError, TrxLocks};
 use barracuda_undo::{ReadView, UndoLog};
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::mvcc::Blocked;
 use crate::rollback::{roll_back, LogToRollBack};
 use crate::table::{Range, Table, TableInner};
 
@@ -114,7 +116,7 @@ impl<'e> Transaction<'e> {
         }
     }
 
-    /// The transaction's id, once it has locked a row (ids are given at the first lock, as
+    /// The transaction's id, once it has written or locked a row (ids are given then, as
     /// InnoDB gives them at the first write).
     pub fn id(&self) -> Option<u64> {
         self.writer.as_ref().map(|w| w.id)
@@ -135,9 +137,12 @@ impl<'e> Transaction<'e> {
             if let Some(view) = self.view.get_mut() {
                 view.set_creator(id);
             }
+            let mut locks = inner.locks.begin(id);
+            // Before any row carries the id: what others wait on for its implicit locks.
+            locks.lock_own_transaction();
             self.writer = Some(Writer {
                 id,
-                locks: inner.locks.begin(id),
+                locks,
                 log: None,
                 tables: Vec::new(),
                 written: 0,
@@ -153,11 +158,57 @@ impl<'e> Transaction<'e> {
     /// allows. A deadlock rolls the transaction back before the error is returned.
     fn lock_row(&mut self, table: &Table, key: &[u8]) -> Result<()> {
         let writer = self.writer()?;
-        match writer
+        let got = writer
             .locks
-            .lock_exclusive(u64::from(table.space_id()), key)
-        {
-            Ok(_) => Ok(()),
+            .lock_exclusive(u64::from(table.space_id()), key);
+        self.lock_outcome(table, got).map(|_| ())
+    }
+
+    /// Waits until transaction `trx_id`, which changed a row this one wants, ends (its
+    /// implicit lock on the row), as long as the lock wait timeout allows; a deadlock rolls
+    /// this transaction back before the error is returned.
+    fn wait_for_transaction(&mut self, table: &Table, trx_id: u64) -> Result<()> {
+        let writer = self.writer()?;
+        let got = writer.locks.wait_for_transaction(trx_id);
+        if self.lock_outcome(table, got)? == Acquired::Now {
+            // It held no lock: it ended meanwhile (the caller retries and sees so), or it is a
+            // transaction that never takes one and is about to end (a rollback that failed
+            // turns the engine read-only, which the retry reports). Waited out politely,
+            // within the lock wait timeout.
+            let inner = &self.engine.inner;
+            let deadline = Instant::now() + inner.locks.wait_timeout();
+            while inner.mvcc.trx.is_active(trx_id) {
+                self.engine.check_writable()?;
+                if Instant::now() >= deadline {
+                    return Err(Error::LockWaitTimeout {
+                        table: table.name().to_owned(),
+                        waited: inner.locks.wait_timeout(),
+                    });
+                }
+                std::thread::yield_now();
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for whoever `blocked` says may change the row of `key` now: queues for the row
+    /// lock (then held until the end), or waits for the transaction that changed the row.
+    fn wait_out(&mut self, table: &Table, key: &[u8], blocked: Blocked) -> Result<()> {
+        match blocked {
+            Blocked::RowLock => self.lock_row(table, key),
+            Blocked::ByTransaction(trx_id) => self.wait_for_transaction(table, trx_id),
+        }
+    }
+
+    /// A lock request's result as the engine reports it: a timeout fails the request only; a
+    /// deadlock rolls the transaction back first.
+    fn lock_outcome(
+        &mut self,
+        table: &Table,
+        got: std::result::Result<Acquired, LockError>,
+    ) -> Result<Acquired> {
+        match got {
+            Ok(acquired) => Ok(acquired),
             Err(LockError::Timeout { waited }) => Err(Error::LockWaitTimeout {
                 table: table.name().to_owned(),
                 waited,
@@ -171,7 +222,7 @@ impl<'e> Transaction<'e> {
                     .fetch_add(1, Ordering::Relaxed);
                 rolled_back?;
                 self.deadlock_victim = Some((table.name().to_owned(), trx, why));
-                self.check_alive()
+                self.check_alive().map(|()| Acquired::Now)
             }
         }
     }
@@ -187,14 +238,24 @@ impl<'e> Transaction<'e> {
         let tree = table.tree_of(self.engine)?.clone();
         self.lock_row(table, key)?;
         let table_err = |e| Error::table(table.name(), e);
-        // The lock is held: the row is as the last transaction to lock it left it (committed
-        // or rolled back before it let go), or as this one wrote it.
-        match tree.get_stored_to_change(key).map_err(table_err)? {
-            Some(current) if !current.sys.deleted => tree
-                .read_stored(&current.value)
-                .map(Some)
-                .map_err(table_err),
-            _ => Ok(None),
+        loop {
+            // The lock is held: nobody changes the row from now on. It may carry the change
+            // of a transaction that wrote it without a lock before (an implicit lock): wait
+            // for that one to end, then read again.
+            let current = tree.get_stored_to_change(key).map_err(table_err)?;
+            let me = self.id().unwrap_or(0);
+            match current {
+                Some(row)
+                    if row.sys.trx_id != me
+                        && self.engine.inner.mvcc.trx.is_active(row.sys.trx_id) =>
+                {
+                    self.wait_for_transaction(table, row.sys.trx_id)?;
+                }
+                Some(row) if !row.sys.deleted => {
+                    return tree.read_stored(&row.value).map(Some).map_err(table_err)
+                }
+                _ => return Ok(None),
+            }
         }
     }
 

@@ -1,5 +1,6 @@
-//! A transaction's writes: `put`, `delete` and `put_many` — lock the rows, then write them in
-//! place with their undo records, a leaf's run or a row at a time.
+//! A transaction's writes: `put`, `delete` and `put_many` — write the rows in place with their
+//! undo records, a leaf's run or a row at a time, waiting wherever a row is another active
+//! transaction's (see `mvcc.rs` on implicit locks).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -8,18 +9,22 @@ use barracuda_btree::{BTree, InPlaceOutcome};
 
 use super::{check_key, Transaction};
 use crate::error::{Error, Result};
+use crate::mvcc::{Applied, Blocked};
 use crate::table::Table;
 use crate::unit::OnFailure;
 
 impl Transaction<'_> {
-    /// Locks `key`, then writes `key → value` in place, its previous version kept in the
-    /// transaction's undo log. Keys and values over the limits are refused.
+    /// Writes `key → value` in place, its previous version kept in the transaction's undo
+    /// log; waits first while another active transaction has changed or locked the row. The
+    /// row is this transaction's until it ends (the row carries its id: an implicit lock, as
+    /// an InnoDB insert takes). Keys and values over the limits are refused.
     pub fn put(&mut self, table: &Table, key: &[u8], value: &[u8]) -> Result<()> {
         check_value(table, value)?;
         self.write_row(table, key, Some(value))
     }
 
-    /// Locks `key` and delete-marks its row (deleting an absent key is not an error).
+    /// Locks `key` and delete-marks its row (deleting an absent key is not an error; the key
+    /// stays locked, so no other transaction puts it until this one ends).
     pub fn delete(&mut self, table: &Table, key: &[u8]) -> Result<()> {
         self.write_row(table, key, None)
     }
@@ -28,20 +33,26 @@ impl Transaction<'_> {
         self.check_alive()?;
         check_key(self.engine, table, key)?;
         let tree = table.tree_of(self.engine)?.clone();
-        self.lock_row(table, key)?;
-        self.write_locked_row(table, &tree, key, value)
+        if value.is_none() {
+            self.lock_row(table, key)?;
+        }
+        while let Some(blocked) = self.write_claimed_row(table, &tree, key, value)? {
+            self.wait_out(table, key, blocked)?;
+        }
+        Ok(())
     }
 
     /// Puts every row of `rows` as that many [`put`](Self::put) calls would, a later row of a
-    /// key winning over an earlier one — and faster: the rows are locked in key order, then
-    /// written in key order, as many rows as a leaf takes (up to 128) in one mini-transaction
-    /// with their undo records, so one descent, one leaf latch and one redo append serve
-    /// them all (RocksDB's `WriteBatch` is the nearest peer). A row its leaf cannot take in
-    /// place (a split, an overflow chain) is written as `put` writes it.
+    /// key winning over an earlier one — and faster: the rows are written in key order, as
+    /// many rows as a leaf takes (up to 128) in one mini-transaction with their undo records,
+    /// so one descent, one leaf latch and one redo append serve them all (RocksDB's
+    /// `WriteBatch` is the nearest peer). A row its leaf cannot take in place (a split, an
+    /// overflow chain) is written as `put` writes it; a row another transaction has changed
+    /// or locked is waited for, then written.
     ///
-    /// Every key and value is checked before anything is locked or written. On an error
-    /// after that, the rows before the failing one may have been written: they are the
-    /// transaction's, and a [`rollback`](Self::rollback) undoes them as any other.
+    /// Every key and value is checked before anything is written. On an error after that,
+    /// the rows before the failing one may have been written: they are the transaction's,
+    /// and a [`rollback`](Self::rollback) undoes them as any other.
     pub fn put_many<'r, I>(&mut self, table: &Table, rows: I) -> Result<()>
     where
         I: IntoIterator<Item = (&'r [u8], &'r [u8])>,
@@ -57,34 +68,34 @@ impl Transaction<'_> {
         rows.sort_by(|a, b| a.0.cmp(b.0));
         rows.dedup_by(|later, first| later.0 == first.0);
         let tree = table.tree_of(self.engine)?.clone();
-        for &(key, _) in &rows {
-            self.lock_row(table, key)?;
-        }
         let mut at = 0;
         while let Some(rest) = rows.get(at..).filter(|r| !r.is_empty()) {
-            let written = self.write_locked_run(table, &tree, rest)?;
-            if written == 0 {
-                let Some(&(key, value)) = rest.first() else {
-                    break;
-                };
-                self.write_locked_row(table, &tree, key, Some(value))?;
-                at += 1;
-            } else {
-                at += written;
+            let (written, blocked) = self.write_claimed_run(table, &tree, rest)?;
+            at += written;
+            let Some(&(key, value)) = rest.get(written) else {
+                break;
+            };
+            if let Some(blocked) = blocked {
+                self.wait_out(table, key, blocked)?;
+            } else if written == 0 {
+                match self.write_claimed_row(table, &tree, key, Some(value))? {
+                    Some(blocked) => self.wait_out(table, key, blocked)?,
+                    None => at += 1,
+                }
             }
         }
         Ok(())
     }
 
-    /// Writes the rows of `run` (keys ascending, all locked) that the first one's leaf takes
-    /// in place, in one mini-transaction; returns how many (0: none, the first row takes the
-    /// general path).
-    fn write_locked_run(
+    /// Writes the rows of `run` (keys ascending) that the first one's leaf takes in place, in
+    /// one mini-transaction; returns how many (0: none, the first row takes the general path)
+    /// and, when the run stopped at a row another transaction may change, why.
+    fn write_claimed_run(
         &mut self,
         table: &Table,
         tree: &BTree,
         run: &[(&[u8], &[u8])],
-    ) -> Result<usize> {
+    ) -> Result<(usize, Option<Blocked>)> {
         let inner = &self.engine.inner;
         self.note_table_and_start_log(table)?;
         let redo: u64 = run
@@ -95,16 +106,16 @@ impl Transaction<'_> {
         inner.check_writable_for_lone_mtr(redo + REDO_ESTIMATE_SLACK)?;
         let writer = self.writer()?;
         let Some(log) = &mut writer.log else {
-            return Ok(0);
+            return Ok((0, None));
         };
-        let written = inner
+        let (written, blocked) = inner
             .mvcc
-            .write_run_in_place(tree, log, writer.id, run)
+            .write_run_in_place(tree, log, &writer.locks, writer.id, run)
             .map_err(|e| Error::table(table.name(), e))?;
         for _ in 0..written {
             writer.count(true);
         }
-        Ok(written)
+        Ok((written, blocked))
     }
 
     /// Notes that the transaction writes `table` and starts its undo log if it has none.
@@ -132,36 +143,49 @@ impl Transaction<'_> {
         Ok(())
     }
 
-    /// Writes `key → value` (`None`: delete-marks it), its lock held: in place when the leaf
-    /// takes it, else in a redo unit of its own (splits, overflow chains).
-    fn write_locked_row(
+    /// Writes `key → value` (`None`: delete-marks it): in place when the leaf takes it, else
+    /// in a redo unit of its own (splits, overflow chains). Returns, having changed nothing,
+    /// who may change the row now when that is another transaction.
+    fn write_claimed_row(
         &mut self,
         table: &Table,
         tree: &BTree,
         key: &[u8],
         value: Option<&[u8]>,
-    ) -> Result<()> {
+    ) -> Result<Option<Blocked>> {
         self.note_table_and_start_log(table)?;
         let engine = self.engine;
         let inner = &engine.inner;
+        let table_err = |e| Error::table(table.name(), e);
         let writer = self.writer()?;
         if let Some(log) = &mut writer.log {
             // The common case: no unit, no engine-wide lock (see `Mvcc::write_in_place`).
             inner.check_writable_for_lone_mtr(redo_estimate(key, value))?;
-            let outcome = inner
+            let (outcome, blocked) = inner
                 .mvcc
-                .write_in_place(tree, log, writer.id, key, value)
-                .map_err(|e| Error::table(table.name(), e))?;
+                .write_in_place(tree, log, &writer.locks, writer.id, key, value)
+                .map_err(table_err)?;
+            if blocked.is_some() {
+                return Ok(blocked);
+            }
             match outcome {
                 InPlaceOutcome::Done => {
                     writer.count(value.is_some());
-                    return Ok(());
+                    return Ok(None);
                 }
-                InPlaceOutcome::Unchanged => return Ok(()),
+                InPlaceOutcome::Unchanged => return Ok(None),
                 InPlaceOutcome::NotHere => {}
             }
         }
-        let (changed, _) = inner.in_unit(redo_estimate(key, value), OnFailure::Close, || {
+        // The general path reads the row, then changes it, in two steps: between them only the
+        // row's lock (or the row being this transaction's already) keeps others off it.
+        let current = tree.get_stored_to_change(key).map_err(table_err)?;
+        let ours = current.is_some_and(|row| row.sys.trx_id == writer.id);
+        let space = u64::from(table.space_id());
+        if !ours && !writer.locks.holds(space, key) {
+            return Ok(Some(Blocked::RowLock));
+        }
+        let (applied, _) = inner.in_unit(redo_estimate(key, value), OnFailure::Close, || {
             if table.inner.dropped.load(Ordering::Acquire) {
                 return Err(Error::StaleTable(table.name().to_owned()));
             }
@@ -172,12 +196,14 @@ impl Transaction<'_> {
             inner
                 .mvcc
                 .apply_row(tree, log, writer.id, key, value)
-                .map_err(|e| Error::table(table.name(), e))
+                .map_err(table_err)
         })?;
-        if changed {
-            writer.count(value.is_some());
+        match applied {
+            Applied::Changed => writer.count(value.is_some()),
+            Applied::Unchanged => {}
+            Applied::Blocked(blocked) => return Ok(Some(blocked)),
         }
-        Ok(())
+        Ok(None)
     }
 }
 
