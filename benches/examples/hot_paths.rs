@@ -2,6 +2,7 @@
 //! --tool=callgrind`): loads `ROWS` rows (default 1,000,000; 8-byte big-endian keys, 180-byte
 //! values) in transactions of 1000, then runs each phase named in `PHASES` (default `get,scan`;
 //! also `get_with`, `scan_with`: the lending reads; `view`: a snapshot taken and dropped;
+//! `update` / `update1`: puts of random loaded rows, 10 / 1 a transaction;
 //! `load` alone: only the load) for `OPS` operations (default 2,000,000 gets / 200,000 scans)
 //! and prints the nanoseconds per operation. `get_quarter` reopens with a pool a quarter of the
 //! table and prints the latency percentiles and the reader's context switches.
@@ -128,6 +129,26 @@ fn gets(db: &Engine, t: &Table, rows: u64, ops: u64, phase: &str) {
     }
     report(phase, ops, started);
     assert_eq!(found, ops, "every key read was loaded");
+}
+
+/// Updates of random loaded rows, `per_txn` puts a transaction (the value's first byte changed,
+/// so each is a real update): the write path on rows other transactions committed.
+fn updates(db: &Engine, t: &Table, rows: u64, ops: u64, per_txn: u64) {
+    let mut rng = Rng(0xA076_1D64_78BD_642F);
+    let mut value = [b'u'; VALUE_LEN];
+    let started = Instant::now();
+    let mut done = 0;
+    while done < ops {
+        let mut tx = db.begin();
+        for _ in 0..per_txn {
+            let k = rng.next() % rows;
+            value[0] = value[0].wrapping_add(1);
+            tx.put(t, &k.to_be_bytes(), &value).unwrap();
+        }
+        tx.commit().unwrap();
+        done += per_txn;
+    }
+    report(&format!("update_{per_txn}_a_txn"), done, started);
 }
 
 /// Gets with each one's latency recorded: the miss path's tail.
@@ -275,6 +296,8 @@ fn main() {
             "get" => gets(&db, &t, rows, ops.unwrap_or(2_000_000), "get_warm"),
             "scan" => scans(&db, &t, rows, ops.unwrap_or(200_000)),
             "get_with" => gets_with(&db, &t, rows, ops.unwrap_or(2_000_000)),
+            "update" => updates(&db, &t, rows, ops.unwrap_or(1_000_000), 10),
+            "update1" => updates(&db, &t, rows, ops.unwrap_or(1_000_000), 1),
             "view" => {
                 // What a consistent read's view costs by itself (every `range` and `scan`
                 // takes one).
