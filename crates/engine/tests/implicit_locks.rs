@@ -137,6 +137,33 @@ fn a_locking_read_of_an_absent_key_keeps_puts_of_it_out_until_it_ends() {
 }
 
 #[test]
+fn a_writer_rewriting_its_own_row_through_the_general_path_does_not_wait_for_a_locker_behind_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = open(dir.path());
+    let mut writer = db.begin();
+    writer.put(&t, b"k", b"small").unwrap();
+    // The locker takes the row lock (nobody held it explicitly), then waits for the writer,
+    // whose row it is.
+    let locker = {
+        let (db, t) = (db.clone(), t.clone());
+        thread::spawn(move || {
+            let mut tx = db.begin();
+            let read = tx.get_for_update(&t, b"k").unwrap();
+            tx.commit().unwrap();
+            read
+        })
+    };
+    until_waiting(&db, 1);
+    // Too large for the leaf: an overflow chain, the general path, which takes the row lock
+    // unless the row is the writer's own — here it is, so no deadlock and no wait.
+    let big = vec![7u8; 40_000];
+    writer.put(&t, b"k", &big).unwrap();
+    assert_eq!(db.status().locks.deadlocks, 0);
+    writer.commit().unwrap();
+    assert_eq!(locker.join().unwrap(), Some(big));
+}
+
+#[test]
 fn a_wait_for_an_implicit_lock_times_out_like_a_row_lock_wait() {
     let dir = tempfile::tempdir().unwrap();
     let db = Engine::open(

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::LockError;
-use crate::manager::{LockKey, Queue, Shared};
+use crate::manager::{LockKey, Queue, Shard, Shared};
 use crate::search::{search, Verdict};
 use crate::stats::Counters;
 
@@ -184,17 +184,45 @@ impl TrxLocks {
             .filter(|&owner| owner != self.trx.id)
     }
 
-    /// Whether this transaction holds the row lock on `(space, key)`.
-    pub fn holds(&self, space: u64, key: &[u8]) -> bool {
-        let key = LockKey {
+    /// Takes the exclusive lock on `(space, key)` if nobody else holds it; `None` (nothing
+    /// queued, nothing counted) if another transaction does. For a writer that would rather
+    /// look at the row again than wait.
+    pub fn try_lock_exclusive(&mut self, space: u64, key: &[u8]) -> Option<Acquired> {
+        debug_assert_ne!(space, TRANSACTION_SPACE, "the transaction locks' space");
+        let wanted = LockKey {
             space,
             key: key.into(),
         };
-        let shard = self.shared.shard(&key).lock();
-        shard
-            .queues
-            .get(&key)
-            .is_some_and(|queue| Arc::ptr_eq(&queue.owner, &self.trx))
+        let mut shard = self.shared.shard(&wanted).lock();
+        let acquired = match shard.queues.get(&wanted) {
+            None => {
+                let key = self.own_free_key(&mut shard, wanted);
+                drop(shard);
+                self.now_held(key);
+                Acquired::Now
+            }
+            Some(queue) if Arc::ptr_eq(&queue.owner, &self.trx) => Acquired::AlreadyHeld,
+            Some(_) => return None,
+        };
+        Counters::bump(&self.shared.counters.requests);
+        Some(acquired)
+    }
+
+    /// Enters `wanted`, which has no queue in `shard` (whose mutex the caller holds), with
+    /// this transaction as its owner.
+    fn own_free_key(&self, shard: &mut Shard, wanted: LockKey) -> Arc<LockKey> {
+        let key = Arc::new(wanted);
+        shard.queues.insert(
+            key.clone(),
+            Queue {
+                owner: self.trx.clone(),
+                waiters: std::collections::VecDeque::new(),
+            },
+        );
+        if key.space != TRANSACTION_SPACE {
+            Counters::bump(&self.shared.counters.held_now);
+        }
+        key
     }
 
     /// Grants `wanted` at once, or queues for it and waits (see
@@ -205,18 +233,8 @@ impl TrxLocks {
             let mut shard = self.shared.shard(&wanted).lock();
             match shard.queues.get_key_value(&wanted) {
                 None => {
-                    let key = Arc::new(wanted);
-                    shard.queues.insert(
-                        key.clone(),
-                        Queue {
-                            owner: self.trx.clone(),
-                            waiters: std::collections::VecDeque::new(),
-                        },
-                    );
+                    let key = self.own_free_key(&mut shard, wanted);
                     drop(shard);
-                    if key.space != TRANSACTION_SPACE {
-                        Counters::bump(&counters.held_now);
-                    }
                     self.now_held(key);
                     return Ok(Acquired::Now);
                 }

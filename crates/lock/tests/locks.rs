@@ -389,13 +389,24 @@ fn locked_by_other_names_the_owner_unless_it_is_the_asker() {
 }
 
 #[test]
-fn holds_is_true_only_for_the_owner() {
+fn try_lock_takes_a_free_key_and_leaves_a_held_one_without_queueing() {
     let locks = manager(Duration::from_secs(5), true);
     let mut t1 = locks.begin(1);
-    let t2 = locks.begin(2);
-    assert!(!t1.holds(SPACE, b"k"));
-    t1.lock_exclusive(SPACE, b"k").unwrap();
-    assert!(t1.holds(SPACE, b"k") && !t2.holds(SPACE, b"k"));
+    let mut t2 = locks.begin(2);
+    assert_eq!(t1.try_lock_exclusive(SPACE, b"k"), Some(Acquired::Now));
+    assert_eq!(
+        t1.try_lock_exclusive(SPACE, b"k"),
+        Some(Acquired::AlreadyHeld)
+    );
+    assert_eq!(t2.try_lock_exclusive(SPACE, b"k"), None);
+    let stats = locks.stats();
+    assert_eq!((stats.requests, stats.held_now, stats.waits), (2, 1, 0));
+    assert_eq!(
+        locks.waiters_on(SPACE, b"k"),
+        0,
+        "a refused try does not queue"
+    );
     t1.release_all();
-    assert!(!t1.holds(SPACE, b"k"));
+    assert_eq!(t2.try_lock_exclusive(SPACE, b"k"), Some(Acquired::Now));
+    assert_eq!(locks.owner_of(SPACE, b"k"), Some(2));
 }

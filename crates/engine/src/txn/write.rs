@@ -179,11 +179,14 @@ impl Transaction<'_> {
         }
         // The general path reads the row, then changes it, in two steps: between them only the
         // row's lock (or the row being this transaction's already) keeps others off it.
-        let current = tree.get_stored_to_change(key).map_err(table_err)?;
-        let ours = current.is_some_and(|row| row.sys.trx_id == writer.id);
         let space = u64::from(table.space_id());
-        if !ours && !writer.locks.holds(space, key) {
-            return Ok(Some(Blocked::RowLock));
+        if writer.locks.try_lock_exclusive(space, key).is_none() {
+            // Another transaction holds the lock. If the row is this one's already, the holder
+            // locked it after this transaction changed it and waits for this one: go on.
+            let current = tree.get_stored_to_change(key).map_err(table_err)?;
+            if current.is_none_or(|row| row.sys.trx_id != writer.id) {
+                return Ok(Some(Blocked::RowLock));
+            }
         }
         let (applied, _) = inner.in_unit(redo_estimate(key, value), OnFailure::Close, || {
             if table.inner.dropped.load(Ordering::Acquire) {
