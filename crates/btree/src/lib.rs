@@ -65,7 +65,9 @@ pub use in_place::{
     InPlace, InPlaceOutcome, PrepareInPlace, PrepareRun, MAX_RUN_BYTES, MAX_RUN_ROWS,
 };
 pub use iter::{RangeIter, VersionedRow};
-pub use mtr::{IndexChange, LogSink, LsnRange, Mtr, MtrSummary, PageChange, PlaceholderLog};
+pub use mtr::{
+    DescribedChange, IndexChange, LogSink, LsnRange, Mtr, MtrSummary, PageChange, PlaceholderLog,
+};
 pub use node::{max_key_len, MAX_VALUE_LEN};
 pub use tree::{BTree, TreeContext};
 pub use versioned::{StoredRecord, StoredValue};

@@ -39,10 +39,11 @@ pub struct PageChange<'a> {
     pub before: Option<&'a [u8]>,
     /// The page now, still latched: nobody else can change it before the log has the change.
     pub after: &'a [u8],
-    /// Changes the B-tree described itself ([`IndexChange`]), in the order made: they were
-    /// made before `before` was captured (if it was), so the page is `described` replayed
-    /// from the page as the mtr found it, then the difference from `before` to `after`.
-    pub described: &'a [IndexChange<'a>],
+    /// Changes the B-tree described itself ([`IndexChange`], records already encoded), in
+    /// the order made: they were made before `before` was captured (if it was), so the page
+    /// is `described` replayed from the page as the mtr found it, then the difference from
+    /// `before` to `after`.
+    pub described: &'a [DescribedChange<'a>],
     /// The page before the first described change, when the pool keeps it
     /// ([`PoolConfig::keep_described_from`](barracuda_buffer_pool::PoolConfig::keep_described_from)):
     /// for a log that checks its records reproduce `after`.
@@ -81,6 +82,44 @@ pub enum IndexChange<'a> {
         at: usize,
     },
     /// `bytes` were written at `offset` (a header field such as a sibling link).
+    Written {
+        /// Where.
+        offset: usize,
+        /// What.
+        bytes: &'a [u8],
+    },
+}
+
+/// An [`IndexChange`] as the log receives it: a record in its heap encoding (the bytes
+/// [`Record::encode_to`] writes, made when the change was described), so that the log copies
+/// it instead of decoding and encoding it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DescribedChange<'a> {
+    /// An encoded record was inserted as record `pos` ([`IndexChange::Insert`]).
+    Insert {
+        /// Its position.
+        pos: usize,
+        /// The record's encoding ([`Record::decode_exact`] reads it back).
+        encoded: &'a [u8],
+    },
+    /// Record `pos` was replaced by an encoded record ([`IndexChange::Replace`]).
+    Replace {
+        /// Its position.
+        pos: usize,
+        /// The new record's encoding.
+        encoded: &'a [u8],
+    },
+    /// Record `pos` was removed ([`IndexChange::Remove`]).
+    Remove {
+        /// Its position.
+        pos: usize,
+    },
+    /// Records `at..` were removed and the page compacted ([`IndexChange::Truncate`]).
+    Truncate {
+        /// The first record removed.
+        at: usize,
+    },
+    /// `bytes` were written at `offset` ([`IndexChange::Written`]).
     Written {
         /// Where.
         offset: usize,
@@ -322,9 +361,9 @@ impl<'a> Mtr<'a> {
             crate::zip::sync_pages(zip, &mut self.changed);
         }
         let range = {
-            let changes = self.described_changes()?;
+            let changes = self.described_changes();
             let mut spans: SmallVec<[std::ops::Range<usize>; INLINE_PAGES]> = SmallVec::new();
-            let mut grouped: SmallVec<[IndexChange<'_>; INLINE_PAGES]> = SmallVec::new();
+            let mut grouped: SmallVec<[DescribedChange<'_>; INLINE_PAGES]> = SmallVec::new();
             for guard in &self.changed {
                 let start = grouped.len();
                 if !changes.is_empty() {
@@ -365,38 +404,32 @@ impl<'a> Mtr<'a> {
         Ok(Some(range.end))
     }
 
-    /// The described changes, their records decoded from [`Self::described_bytes`].
-    fn described_changes(&self) -> Result<SmallVec<[IndexChange<'_>; INLINE_PAGES]>> {
+    /// The described changes, their records' encodings borrowed from
+    /// [`Self::described_bytes`].
+    fn described_changes(&self) -> SmallVec<[DescribedChange<'_>; INLINE_PAGES]> {
         self.described
             .iter()
             .map(|d| {
-                let record = || {
-                    self.described_bytes
-                        .get(d.record.clone())
-                        .and_then(|bytes| Record::decode_exact(bytes).ok())
-                        .ok_or_else(|| {
-                            BTreeError::corrupt(d.page, "a described record does not decode")
-                        })
-                };
-                Ok(match d.kind {
-                    DescribedKind::Insert => IndexChange::Insert {
+                let bytes = self
+                    .described_bytes
+                    .get(d.record.clone())
+                    .unwrap_or_default();
+                match d.kind {
+                    DescribedKind::Insert => DescribedChange::Insert {
                         pos: d.pos,
-                        record: record()?,
+                        encoded: bytes,
                     },
-                    DescribedKind::Replace => IndexChange::Replace {
+                    DescribedKind::Replace => DescribedChange::Replace {
                         pos: d.pos,
-                        record: record()?,
+                        encoded: bytes,
                     },
-                    DescribedKind::Remove => IndexChange::Remove { pos: d.pos },
-                    DescribedKind::Truncate => IndexChange::Truncate { at: d.pos },
-                    DescribedKind::Written => IndexChange::Written {
+                    DescribedKind::Remove => DescribedChange::Remove { pos: d.pos },
+                    DescribedKind::Truncate => DescribedChange::Truncate { at: d.pos },
+                    DescribedKind::Written => DescribedChange::Written {
                         offset: d.pos,
-                        bytes: self
-                            .described_bytes
-                            .get(d.record.clone())
-                            .unwrap_or_default(),
+                        bytes,
                     },
-                })
+                }
             })
             .collect()
     }

@@ -18,9 +18,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use barracuda_btree::testing::MemAllocator;
-use barracuda_btree::{BTree, BTreeError, IndexChange, LogSink, LsnRange, MtrSummary, TreeContext};
+use barracuda_btree::{
+    BTree, BTreeError, DescribedChange, LogSink, LsnRange, MtrSummary, TreeContext,
+};
 use barracuda_buffer_pool::{testing::MemStore, BufferPool, PoolConfig};
-use barracuda_page::{IndexPage, Lsn, PageSize};
+use barracuda_page::{IndexPage, Lsn, PageSize, Record};
 use parking_lot::Mutex;
 
 const P: PageSize = PageSize::K4;
@@ -60,14 +62,18 @@ impl LogSink for CheckingLog {
             let mut index = IndexPage::open(replayed.as_mut_slice(), P).unwrap();
             for change in page.described {
                 let done = match *change {
-                    IndexChange::Insert { pos, ref record } => index.insert(pos, record),
-                    IndexChange::Replace { pos, ref record } => index.replace(pos, record),
-                    IndexChange::Remove { pos } => index.remove(pos),
-                    IndexChange::Truncate { at } => {
+                    DescribedChange::Insert { pos, encoded } => {
+                        index.insert(pos, &Record::decode_exact(encoded).unwrap())
+                    }
+                    DescribedChange::Replace { pos, encoded } => {
+                        index.replace(pos, &Record::decode_exact(encoded).unwrap())
+                    }
+                    DescribedChange::Remove { pos } => index.remove(pos),
+                    DescribedChange::Truncate { at } => {
                         let n = index.len();
                         index.remove_range(at..n).map(|()| index.compact())
                     }
-                    IndexChange::Written { offset, bytes } => {
+                    DescribedChange::Written { offset, bytes } => {
                         replayed[offset..offset + bytes.len()].copy_from_slice(bytes);
                         index = IndexPage::open(replayed.as_mut_slice(), P).unwrap();
                         Ok(())

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use parking_lot::{Condvar, Mutex};
 
-use barracuda_btree::{BTreeError, IndexChange, LogSink, LsnRange, MtrSummary};
+use barracuda_btree::{BTreeError, DescribedChange, LogSink, LsnRange, MtrSummary};
 use barracuda_page::{Lsn, PageId, PageSize};
 use barracuda_redo::record::MtrWriter;
 use barracuda_redo::RedoLog;
@@ -360,15 +360,17 @@ impl RedoSink {
                 let start = w.len();
                 for change in page.described {
                     match *change {
-                        IndexChange::Insert { pos, ref record } => {
-                            w.index_insert(page.id, pos, record)
+                        DescribedChange::Insert { pos, encoded } => {
+                            w.index_insert_encoded(page.id, pos, encoded)
                         }
-                        IndexChange::Replace { pos, ref record } => {
-                            w.index_replace(page.id, pos, record)
+                        DescribedChange::Replace { pos, encoded } => {
+                            w.index_replace_encoded(page.id, pos, encoded)
                         }
-                        IndexChange::Remove { pos } => w.index_remove(page.id, pos),
-                        IndexChange::Truncate { at } => w.index_truncate(page.id, at),
-                        IndexChange::Written { offset, bytes } => w.write(page.id, offset, bytes),
+                        DescribedChange::Remove { pos } => w.index_remove(page.id, pos),
+                        DescribedChange::Truncate { at } => w.index_truncate(page.id, at),
+                        DescribedChange::Written { offset, bytes } => {
+                            w.write(page.id, offset, bytes)
+                        }
                     }
                     .map_err(invalid)?;
                 }

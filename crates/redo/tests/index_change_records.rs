@@ -143,3 +143,26 @@ fn the_writer_refuses_a_position_no_page_has_and_a_change_after_free() {
         Err(RecordError::Invalid { .. })
     ));
 }
+
+/// A record given in its encoding logs the same bytes as the record given as a value; bytes
+/// that are not exactly one record are refused and leave nothing behind.
+#[test]
+fn an_encoded_record_logs_as_its_value_does_and_bad_bytes_are_refused() {
+    let rec = Record::inline(b"key-7", b"value bytes");
+    let mut encoded = Vec::new();
+    rec.encode_to(&mut encoded).unwrap();
+    let (mut by_value, mut by_bytes) = (MtrWriter::new(P), MtrWriter::new(P));
+    by_value.index_insert(PAGE, 3, &rec).unwrap();
+    by_value.index_replace(PAGE, 1, &rec).unwrap();
+    by_bytes.index_insert_encoded(PAGE, 3, &encoded).unwrap();
+    by_bytes.index_replace_encoded(PAGE, 1, &encoded).unwrap();
+    assert_eq!(by_value.as_bytes(), by_bytes.as_bytes());
+    let before = by_bytes.as_bytes().len();
+    let mut trailing = encoded.clone();
+    trailing.push(0);
+    for bad in [&encoded[..encoded.len() - 1], &trailing[..], &[][..]] {
+        let err = by_bytes.index_insert_encoded(PAGE, 0, bad).unwrap_err();
+        assert!(err.to_string().contains("invalid record"), "{err}");
+        assert_eq!(by_bytes.as_bytes().len(), before, "nothing appended");
+    }
+}

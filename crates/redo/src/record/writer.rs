@@ -15,6 +15,13 @@ pub(crate) struct Cursor {
     pub(crate) freed: bool,
 }
 
+/// A record to log: as a value, or already in its heap encoding.
+#[derive(Clone, Copy)]
+enum RecordBytes<'a> {
+    Record(&'a barracuda_page::Record<'a>),
+    Encoded(&'a [u8]),
+}
+
 /// Builds the bytes of one mtr: a sequence of records (`docs/FORMATS.md` §10), ended by the
 /// end of the byte string (the log frame knows its length).
 ///
@@ -118,7 +125,46 @@ impl MtrWriter {
         pos: usize,
         record: &barracuda_page::Record<'_>,
     ) -> Result<(), RecordError> {
-        self.index_change(ExtendedType::IndexInsert, page, pos, Some(record))
+        self.index_change(
+            ExtendedType::IndexInsert,
+            page,
+            pos,
+            Some(RecordBytes::Record(record)),
+        )
+    }
+
+    /// [`index_insert`](Self::index_insert) of a record given in its heap encoding (the bytes
+    /// [`Record::encode_to`](barracuda_page::Record::encode_to) writes), copied as they are:
+    /// for a caller that encoded the record already. Fails, appending nothing, if the bytes
+    /// are not exactly one record's encoding.
+    pub fn index_insert_encoded(
+        &mut self,
+        page: PageId,
+        pos: usize,
+        encoded: &[u8],
+    ) -> Result<(), RecordError> {
+        self.index_change(
+            ExtendedType::IndexInsert,
+            page,
+            pos,
+            Some(RecordBytes::Encoded(encoded)),
+        )
+    }
+
+    /// [`index_replace`](Self::index_replace) of a record given in its heap encoding, as
+    /// [`index_insert_encoded`](Self::index_insert_encoded).
+    pub fn index_replace_encoded(
+        &mut self,
+        page: PageId,
+        pos: usize,
+        encoded: &[u8],
+    ) -> Result<(), RecordError> {
+        self.index_change(
+            ExtendedType::IndexReplace,
+            page,
+            pos,
+            Some(RecordBytes::Encoded(encoded)),
+        )
     }
 
     /// Logs that record `pos` of index page `page` was replaced by `record`
@@ -129,7 +175,12 @@ impl MtrWriter {
         pos: usize,
         record: &barracuda_page::Record<'_>,
     ) -> Result<(), RecordError> {
-        self.index_change(ExtendedType::IndexReplace, page, pos, Some(record))
+        self.index_change(
+            ExtendedType::IndexReplace,
+            page,
+            pos,
+            Some(RecordBytes::Record(record)),
+        )
     }
 
     /// Logs that record `pos` of index page `page` was removed ([`ExtendedType::IndexRemove`]).
@@ -149,7 +200,7 @@ impl MtrWriter {
         kind: ExtendedType,
         page: PageId,
         pos: usize,
-        record: Option<&barracuda_page::Record<'_>>,
+        record: Option<RecordBytes<'_>>,
     ) -> Result<(), RecordError> {
         let name = super::decode::extended_name(kind);
         if self.cursor.is_some_and(|c| c.page == page && c.freed) {
@@ -162,7 +213,11 @@ impl MtrWriter {
                 format!("{name} at record {pos}: a {p}-byte page has fewer"),
             ));
         }
-        let record_len = record.map_or(0, barracuda_page::Record::encoded_len);
+        let record_len = match record {
+            None => 0,
+            Some(RecordBytes::Record(r)) => r.encoded_len(),
+            Some(RecordBytes::Encoded(bytes)) => bytes.len(),
+        };
         if record_len > p {
             return Err(self.invalid(page, format!("{name} of a {record_len}-byte record")));
         }
@@ -172,11 +227,16 @@ impl MtrWriter {
         self.emit_header(RecordType::Extended, page, false, body);
         varint::encode(kind as u32, &mut self.buf);
         varint::encode(small(pos), &mut self.buf);
-        if let Some(record) = record {
-            if let Err(what) = record.encode_to(&mut self.buf) {
-                self.buf.truncate(at);
-                return Err(self.invalid(page, format!("{name} of an invalid record: {what}")));
-            }
+        let written = match record {
+            None => Ok(()),
+            Some(RecordBytes::Record(r)) => r.encode_to(&mut self.buf),
+            // Checked, not trusted: a record replay cannot parse would stop recovery.
+            Some(RecordBytes::Encoded(bytes)) => barracuda_page::Record::decode_exact(bytes)
+                .map(|_| self.buf.extend_from_slice(bytes)),
+        };
+        if let Err(what) = written {
+            self.buf.truncate(at);
+            return Err(self.invalid(page, format!("{name} of an invalid record: {what}")));
         }
         self.cursor = Some(Cursor {
             page,
