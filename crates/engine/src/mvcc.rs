@@ -13,9 +13,10 @@
 //! transaction and not locked by another through the lock table — it writes; changed by
 //! another active transaction, or locked by one — it stops before changing anything and the
 //! caller waits ([`Blocked`]) and tries again. Only locking reads, deletes and the general
-//! path (a split: the row is read and changed in two steps) take explicit row locks. Until commit the
-//! transaction is *active*: every reader but itself rebuilds the rows it changed from the undo
-//! records, so nobody sees part of it. A crash leaves its undo log named by a slot of the
+//! path (a split: the row is read and changed in two steps) take explicit row locks.
+//!
+//! Until commit the transaction is *active*: every reader but itself rebuilds the rows it
+//! changed from the undo records, so nobody sees part of it. A crash leaves its undo log named by a slot of the
 //! transaction system page, and the next open rolls it back ([`Mvcc::open`] returns it).
 
 use std::sync::atomic::{AtomicU64, Ordering};
