@@ -5,13 +5,16 @@
 //! that rolled back.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use barracuda::{Durability, Engine, EngineOptions, Error, Table, TableOptions};
+use common::until_waiting;
 
 fn open(dir: &std::path::Path) -> (Arc<Engine>, Table) {
     let db = Engine::open(
@@ -24,15 +27,6 @@ fn open(dir: &std::path::Path) -> (Arc<Engine>, Table) {
     .unwrap();
     let table = db.create_table("t", TableOptions::default()).unwrap();
     (Arc::new(db), table)
-}
-
-/// Polls until `n` transactions wait; fails the test after 10 s.
-fn until_waiting(db: &Engine, n: u64) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while db.status().locks.waiting_now != n {
-        assert!(Instant::now() < deadline, "{n} waiters never showed up");
-        thread::yield_now();
-    }
 }
 
 #[test]

@@ -3,11 +3,14 @@
 //! read-modify-writes lose no update.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
+mod common;
+
 use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use barracuda::{Durability, Engine, EngineOptions, Error, Table, TableOptions};
+use common::until_waiting;
 
 fn open(dir: &std::path::Path, timeout: Duration) -> (Arc<Engine>, Table) {
     let db = Engine::open(
@@ -20,15 +23,6 @@ fn open(dir: &std::path::Path, timeout: Duration) -> (Arc<Engine>, Table) {
     .unwrap();
     let table = db.create_table("t", TableOptions::default()).unwrap();
     (Arc::new(db), table)
-}
-
-/// Polls until `n` transactions wait for a row lock; fails the test after 10 s.
-fn until_waiting(db: &Engine, n: u64) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while db.status().locks.waiting_now != n {
-        assert!(Instant::now() < deadline, "{n} waiters never showed up");
-        thread::yield_now();
-    }
 }
 
 #[test]

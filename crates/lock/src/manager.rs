@@ -100,12 +100,7 @@ impl LockManager {
 
     /// The id of the transaction holding the lock on `(space, key)`, if one does.
     pub fn owner_of(&self, space: u64, key: &[u8]) -> Option<u64> {
-        let key = LockKey {
-            space,
-            key: key.into(),
-        };
-        let shard = self.shared.shard(&key).lock();
-        shard.queues.get(&key).map(|queue| queue.owner.id)
+        self.shared.owner_of(space, key)
     }
 
     /// The number of transactions queued for `(space, key)` behind its owner.
@@ -152,6 +147,16 @@ impl Shared {
         let hash = self.hasher.hash_one(key) as usize;
         // `SHARDS` is a power of two, and the modulo keeps the index in range.
         &self.shards[hash % self.shards.len()]
+    }
+
+    /// The id of the transaction holding the lock on `(space, key)`, if one does.
+    pub(crate) fn owner_of(&self, space: u64, key: &[u8]) -> Option<u64> {
+        let key = LockKey {
+            space,
+            key: key.into(),
+        };
+        let shard = self.shard(&key).lock();
+        shard.queues.get(&key).map(|queue| queue.owner.id)
     }
 
     pub(crate) fn deadlock_detect(&self) -> bool {

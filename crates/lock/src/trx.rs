@@ -172,15 +172,8 @@ impl TrxLocks {
     /// the row's page latched: a later locker reads the row after taking its lock, and so
     /// sees the change.
     pub fn locked_by_other(&self, space: u64, key: &[u8]) -> Option<u64> {
-        let key = LockKey {
-            space,
-            key: key.into(),
-        };
-        let shard = self.shared.shard(&key).lock();
-        shard
-            .queues
-            .get(&key)
-            .map(|queue| queue.owner.id)
+        self.shared
+            .owner_of(space, key)
             .filter(|&owner| owner != self.trx.id)
     }
 

@@ -1,11 +1,13 @@
 //! Helpers shared by the engine's integration tests.
 
 use std::error::Error as _;
+use std::time::{Duration, Instant};
 
-use barracuda::Error;
+use barracuda::{Engine, Error};
 
 /// The error and all its sources, one message each, joined by ` <- `: what a test searches for
 /// a file name, a page or an OS error that a wrapper may hold deeper down.
+#[allow(dead_code, reason = "the lock tests share the module and do not use it")]
 pub fn chain(err: &Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
@@ -25,4 +27,15 @@ pub fn gcide_excerpt() -> Vec<u8> {
         "/../../tests/data/gcide-excerpt.txt"
     );
     std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Polls until `n` transactions wait for a lock (a row's, or a transaction's for a row it
+/// changed); fails the test after 10 s.
+#[allow(dead_code, reason = "used by the lock tests only")]
+pub fn until_waiting(db: &Engine, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while db.status().locks.waiting_now != n {
+        assert!(Instant::now() < deadline, "{n} waiters never showed up");
+        std::thread::yield_now();
+    }
 }
