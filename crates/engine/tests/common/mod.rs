@@ -7,7 +7,7 @@ use barracuda::{Engine, Error};
 
 /// The error and all its sources, one message each, joined by ` <- `: what a test searches for
 /// a file name, a page or an OS error that a wrapper may hold deeper down.
-#[allow(dead_code, reason = "the lock tests share the module and do not use it")]
+#[allow(dead_code, reason = "not every test uses it")]
 pub fn chain(err: &Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
