@@ -461,7 +461,11 @@ impl Mvcc {
         tree_of: &dyn Fn(u32) -> Option<BTree>,
     ) -> std::result::Result<(), barracuda_btree::BTreeError> {
         for page in self.undo.log_pages(entry.first_page)? {
-            for (ptr, record) in self.undo.records_on_page(entry.first_page, page)? {
+            // An insert's record leaves nothing to purge: the row it names stays.
+            let records = self
+                .undo
+                .records_on_page_of_kind(entry.first_page, page, |kind| kind != UndoKind::Insert)?;
+            for (ptr, record) in records {
                 if let Some(tree) = tree_of(record.space) {
                     self.purge_record(&tree, entry.trx_id, ptr, &record)?;
                 }

@@ -50,6 +50,9 @@ pub(crate) struct Counters {
     pub(crate) deadlock_search_ns: AtomicU64,
     pub(crate) deadlocks: AtomicU64,
     pub(crate) too_deep: AtomicU64,
+    /// Row locks held (transaction locks not counted), exact, not only a statistic:
+    /// [`TrxLocks::locked_by_other`](crate::TrxLocks::locked_by_other) answers "nobody" at
+    /// once when it is 0. A lock handed from its owner to a waiter stays counted.
     pub(crate) held_now: AtomicU64,
     pub(crate) waiting_now: AtomicU64,
 }

@@ -172,6 +172,16 @@ impl TrxLocks {
     /// the row's page latched: a later locker reads the row after taking its lock, and so
     /// sees the change.
     pub fn locked_by_other(&self, space: u64, key: &[u8]) -> Option<u64> {
+        debug_assert_ne!(space, TRANSACTION_SPACE, "the transaction locks' space");
+        // Every put asks, and nearly always nobody holds a row lock at all: then the answer
+        // needs no hash and no shard mutex. `held_now` counts row locks exactly (up under the
+        // shard mutex when a lock is entered, down after one is removed). A locker counts its
+        // lock before it latches the row's page; if that latch came after the caller's, the
+        // locker reads the caller's change, and if before, its release ordered the count
+        // before the caller's latch, so this load sees at least that lock.
+        if self.shared.counters.held_now.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
         self.shared
             .owner_of(space, key)
             .filter(|&owner| owner != self.trx.id)

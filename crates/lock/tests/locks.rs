@@ -410,3 +410,27 @@ fn try_lock_takes_a_free_key_and_leaves_a_held_one_without_queueing() {
     assert_eq!(t2.try_lock_exclusive(SPACE, b"k"), Some(Acquired::Now));
     assert_eq!(locks.owner_of(SPACE, b"k"), Some(2));
 }
+
+#[test]
+fn locked_by_other_sees_a_lock_handed_to_a_waiter_and_ignores_transaction_locks() {
+    let locks = manager(Duration::from_secs(30), true);
+    let mut t1 = locks.begin(1);
+    let asker = locks.begin(2);
+    // A transaction's own lock is not a row lock: rows stay free.
+    t1.lock_own_transaction();
+    assert_eq!(asker.locked_by_other(SPACE, b"k"), None);
+    t1.lock_exclusive(SPACE, b"k").unwrap();
+    let mut t3 = locks.begin(3);
+    let waiter = thread::spawn(move || {
+        let got = t3.lock_exclusive(SPACE, b"k");
+        (t3, got)
+    });
+    until("t3 queued", || locks.stats().waiting_now == 1);
+    // Handed over, never free in between: the asker sees the new owner.
+    t1.release_all();
+    let (mut t3, got) = waiter.join().unwrap();
+    assert!(matches!(got, Ok(Acquired::AfterWait(_))), "{got:?}");
+    assert_eq!(asker.locked_by_other(SPACE, b"k"), Some(3));
+    t3.release_all();
+    assert_eq!(asker.locked_by_other(SPACE, b"k"), None);
+}

@@ -37,6 +37,18 @@ impl UndoSpace {
         first_page: PageNo,
         page_no: PageNo,
     ) -> Result<Vec<(RollPtr, OwnedUndoRecord)>> {
+        self.records_on_page_of_kind(first_page, page_no, |_| true)
+    }
+
+    /// [`records_on_page`](Self::records_on_page), only the records whose kind `wanted`
+    /// accepts: the others are not copied (purge has nothing to do for an insert's record,
+    /// nearly every record of a load).
+    pub fn records_on_page_of_kind(
+        &self,
+        first_page: PageNo,
+        page_no: PageNo,
+        wanted: impl Fn(UndoKind) -> bool,
+    ) -> Result<Vec<(RollPtr, OwnedUndoRecord)>> {
         let id = self.page_id(page_no);
         let guard = self.pool.get_shared(id)?;
         let page = UndoPage::open(&guard[..], self.pool.page_size()).map_err(page_err(id))?;
@@ -48,6 +60,7 @@ impl UndoSpace {
         }
         Ok(page
             .records()
+            .filter(|(_, record)| wanted(record.kind))
             .map(|(offset, record)| {
                 let ptr = RollPtr {
                     page_no,

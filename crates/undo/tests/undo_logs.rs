@@ -86,6 +86,27 @@ fn records_read_back_by_roll_pointer_across_pages_and_in_order() {
         all.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
         written.iter().map(|(p, ..)| *p).collect::<Vec<_>>()
     );
+    // Page by page: every record in order, or only the kinds asked for, uncopied otherwise.
+    let log_pages = undo.log_pages(log.first_page()).unwrap();
+    assert_eq!(log_pages.len(), pages.len());
+    let (mut every, mut updates) = (Vec::new(), Vec::new());
+    for &page in &log_pages {
+        let on_page = undo.records_on_page(log.first_page(), page).unwrap();
+        every.extend(on_page.iter().map(|(p, r)| (*p, r.kind)));
+        let of_kind = undo
+            .records_on_page_of_kind(log.first_page(), page, |k| k == UndoKind::Update)
+            .unwrap();
+        updates.extend(of_kind.iter().map(|(p, r)| (*p, r.kind)));
+    }
+    let expected: Vec<_> = written.iter().map(|(p, k, _)| (*p, *k)).collect();
+    assert_eq!(every, expected);
+    let expected_updates: Vec<_> = expected
+        .iter()
+        .copied()
+        .filter(|&(_, k)| k == UndoKind::Update)
+        .collect();
+    assert_eq!(updates, expected_updates);
+    assert_eq!(updates.len(), 40);
     // A pointer at no record is an error naming the page, not a panic.
     let bad = RollPtr {
         page_no: written[0].0.page_no,

@@ -68,9 +68,24 @@ impl Transaction<'_> {
         rows.sort_by(|a, b| a.0.cmp(b.0));
         rows.dedup_by(|later, first| later.0 == first.0);
         let tree = table.tree_of(self.engine)?.clone();
+        // The redo estimates of the rows before each one: a run's estimate (the rows a leaf
+        // may take, up to `MAX_RUN_ROWS`) is then a difference. Summed per run, random keys
+        // (a run of about one row each) summed 128 rows a row.
+        let mut redo_before = Vec::with_capacity(rows.len() + 1);
+        let mut total = 0;
+        redo_before.push(total);
+        for &(key, value) in &rows {
+            total += redo_estimate(key, Some(value)) - REDO_ESTIMATE_SLACK;
+            redo_before.push(total);
+        }
         let mut at = 0;
         while let Some(rest) = rows.get(at..).filter(|r| !r.is_empty()) {
-            let (written, blocked) = self.write_claimed_run(table, &tree, rest)?;
+            let end = (at + barracuda_btree::MAX_RUN_ROWS).min(rows.len());
+            let redo = match (redo_before.get(end), redo_before.get(at)) {
+                (Some(end), Some(start)) => end - start,
+                _ => total,
+            };
+            let (written, blocked) = self.write_claimed_run(table, &tree, rest, redo)?;
             at += written;
             let Some(&(key, value)) = rest.get(written) else {
                 break;
@@ -89,20 +104,17 @@ impl Transaction<'_> {
 
     /// Writes the rows of `run` (keys ascending) that the first one's leaf takes in place, in
     /// one mini-transaction; returns how many (0: none, the first row takes the general path)
-    /// and, when the run stopped at a row another transaction may change, why.
+    /// and, when the run stopped at a row another transaction may change, why. `redo` is the
+    /// rows' redo estimate beyond [`REDO_ESTIMATE_SLACK`], for the first `MAX_RUN_ROWS`.
     fn write_claimed_run(
         &mut self,
         table: &Table,
         tree: &BTree,
         run: &[(&[u8], &[u8])],
+        redo: u64,
     ) -> Result<(usize, Option<Blocked>)> {
         let inner = &self.engine.inner;
         self.note_table_and_start_log(table)?;
-        let redo: u64 = run
-            .iter()
-            .take(barracuda_btree::MAX_RUN_ROWS)
-            .map(|&(key, value)| redo_estimate(key, Some(value)) - REDO_ESTIMATE_SLACK)
-            .sum();
         inner.check_writable_for_lone_mtr(redo + REDO_ESTIMATE_SLACK)?;
         let writer = self.writer()?;
         let Some(log) = &mut writer.log else {
