@@ -280,3 +280,48 @@ fn racing_writers_of_overlapping_new_keys_lose_no_update() {
         "the writers never met: the test shows nothing"
     );
 }
+
+#[test]
+fn a_put_that_splits_a_leaf_keeps_no_row_lock_yet_its_row_stays_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = open(dir.path());
+    let requests_before = db.status().locks.requests;
+    let mut writer = db.begin();
+    // About 15 of these fit a 16 KiB leaf: 100 of them split leaves, each split a put through
+    // the general path, which locks the row only between reading and changing it.
+    let value = [7_u8; 1000];
+    for i in 0_u32..100 {
+        writer.put(&t, &key(i), &value).unwrap();
+    }
+    let locks = db.status().locks;
+    // Only the general path asks the lock table about a put (one request a split).
+    assert!(locks.requests >= requests_before + 5, "{locks:?}");
+    assert_eq!(locks.held_now, 0, "no row lock outlives its put");
+    // Every row is still the writer's: a second writer of any of them waits for it.
+    let second = {
+        let (db, t) = (db.clone(), t.clone());
+        thread::spawn(move || {
+            let mut tx = db.begin();
+            for i in [0_u32, 50, 99] {
+                tx.put(&t, &key(i), b"second").unwrap();
+            }
+            tx.commit().unwrap();
+        })
+    };
+    until_waiting(&db, 1);
+    assert_eq!(db.get(&t, &key(50)).unwrap(), None, "uncommitted");
+    writer.commit().unwrap();
+    second.join().unwrap();
+    for i in [0_u32, 50, 99] {
+        assert_eq!(
+            db.get(&t, &key(i)).unwrap().as_deref(),
+            Some(&b"second"[..])
+        );
+    }
+    assert_eq!(db.get(&t, &key(1)).unwrap().as_deref(), Some(&value[..]));
+}
+
+/// Keys in the order of `i`.
+fn key(i: u32) -> Vec<u8> {
+    format!("k{i:03}").into_bytes()
+}

@@ -211,6 +211,29 @@ impl TrxLocks {
         Some(acquired)
     }
 
+    /// Lets go of the row lock on `(space, key)` before the transaction ends, handing it to
+    /// the first transaction waiting for it; nothing if this transaction does not hold it.
+    /// For a lock that only bridged a read and a change: once the row carries the
+    /// transaction's id, that (its implicit lock) keeps others off it.
+    pub fn unlock(&mut self, space: u64, key: &[u8]) {
+        debug_assert_ne!(space, TRANSACTION_SPACE, "the transaction locks' space");
+        // Nearly always the lock taken last.
+        let Some(at) = self
+            .held
+            .iter()
+            .rposition(|held| held.space == space && held.key.as_slice() == key)
+        else {
+            return;
+        };
+        let held = self.held.swap_remove(at);
+        self.release(&held);
+        // The weight counts locks held (and what the owner added): one fewer now.
+        let _ = self
+            .trx
+            .weight
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| w.checked_sub(1));
+    }
+
     /// Enters `wanted`, which has no queue in `shard` (whose mutex the caller holds), with
     /// this transaction as its owner.
     fn own_free_key(&self, shard: &mut Shard, wanted: LockKey) -> Arc<LockKey> {

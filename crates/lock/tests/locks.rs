@@ -434,3 +434,27 @@ fn locked_by_other_sees_a_lock_handed_to_a_waiter_and_ignores_transaction_locks(
     t3.release_all();
     assert_eq!(asker.locked_by_other(SPACE, b"k"), None);
 }
+
+#[test]
+fn unlock_lets_one_lock_go_early_and_hands_it_to_the_next_waiter() {
+    let locks = manager(Duration::from_secs(30), true);
+    let mut t1 = locks.begin(1);
+    t1.lock_exclusive(SPACE, b"a").unwrap();
+    t1.lock_exclusive(SPACE, b"k").unwrap();
+    t1.unlock(SPACE, b"a");
+    assert_eq!((t1.held(), locks.owner_of(SPACE, b"a")), (1, None));
+    t1.unlock(SPACE, b"never locked");
+    assert_eq!(t1.held(), 1, "unlocking what is not held changes nothing");
+    let mut t2 = locks.begin(2);
+    let waiter = thread::spawn(move || {
+        let got = t2.lock_exclusive(SPACE, b"k");
+        (t2, got)
+    });
+    until("t2 queued", || locks.stats().waiting_now == 1);
+    t1.unlock(SPACE, b"k");
+    let (mut t2, got) = waiter.join().unwrap();
+    assert!(matches!(got, Ok(Acquired::AfterWait(_))), "{got:?}");
+    assert_eq!((t1.held(), locks.owner_of(SPACE, b"k")), (0, Some(2)));
+    t2.release_all();
+    assert_eq!(locks.stats().held_now, 0);
+}

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use barracuda_btree::{BTree, InPlaceOutcome};
+use barracuda_lock::Acquired;
 
 use super::{check_key, Transaction};
 use crate::error::{Error, Result};
@@ -192,7 +193,8 @@ impl Transaction<'_> {
         // The general path reads the row, then changes it, in two steps: between them only the
         // row's lock (or the row being this transaction's already) keeps others off it.
         let space = u64::from(table.space_id());
-        if writer.locks.try_lock_exclusive(space, key).is_none() {
+        let locked = writer.locks.try_lock_exclusive(space, key);
+        if locked.is_none() {
             // Another transaction holds the lock. If the row is this one's already, the holder
             // locked it after this transaction changed it and waits for this one: go on.
             let current = tree.get_stored_to_change(key).map_err(table_err)?;
@@ -200,7 +202,7 @@ impl Transaction<'_> {
                 return Ok(Some(Blocked::RowLock));
             }
         }
-        let (applied, _) = inner.in_unit(redo_estimate(key, value), OnFailure::Close, || {
+        let applied = inner.in_unit(redo_estimate(key, value), OnFailure::Close, || {
             if table.inner.dropped.load(Ordering::Acquire) {
                 return Err(Error::StaleTable(table.name().to_owned()));
             }
@@ -212,7 +214,15 @@ impl Transaction<'_> {
                 .mvcc
                 .apply_row(tree, log, writer.id, key, value)
                 .map_err(table_err)
-        })?;
+        });
+        if value.is_some() && locked == Some(Acquired::Now) {
+            // The lock only bridged the read and the change: the row now carries this
+            // transaction's id (its implicit lock), or was left as it was. Held on, it would
+            // send every later put of the transaction through the lock table (an explicit lock
+            // held anywhere is what makes writers look there).
+            writer.locks.unlock(space, key);
+        }
+        let (applied, _) = applied?;
         match applied {
             Applied::Changed => writer.count(value.is_some()),
             Applied::Unchanged => {}
