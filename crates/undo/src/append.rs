@@ -6,7 +6,7 @@ use smallvec::SmallVec;
 use barracuda_btree::{BTreeError, Mtr, Result};
 use barracuda_page::{PageNo, UndoKind, UndoPage, UndoRecord, FIL_TRAILER_SIZE};
 
-use crate::described::{change_described, UNDO_FIELDS};
+use crate::described::{change_described, change_described_appending, UNDO_FIELDS};
 use crate::log::{page_err, UndoLog, UndoSpace};
 use crate::roll_ptr::RollPtr;
 
@@ -266,7 +266,7 @@ fn append_described<'g>(
     match last {
         None => {
             let free = free_of(header, page_size)?;
-            change_described(mtr, header, &[UNDO_FIELDS, free..free + len], |page| {
+            change_described_appending(mtr, header, &[UNDO_FIELDS], free..free + len, |page| {
                 let mut page =
                     UndoPage::open_trusted(page, page_size).map_err(page_err(header_id))?;
                 let offsets = append_all(&mut page, header_id)?;
@@ -277,11 +277,12 @@ fn append_described<'g>(
         Some(last) => {
             let last_id = last.page_id();
             let free = free_of(last, page_size)?;
-            let offsets = change_described(mtr, last, &[UNDO_FIELDS, free..free + len], |page| {
-                let mut page =
-                    UndoPage::open_trusted(page, page_size).map_err(page_err(last_id))?;
-                append_all(&mut page, last_id)
-            })?;
+            let offsets =
+                change_described_appending(mtr, last, &[UNDO_FIELDS], free..free + len, |page| {
+                    let mut page =
+                        UndoPage::open_trusted(page, page_size).map_err(page_err(last_id))?;
+                    append_all(&mut page, last_id)
+                })?;
             change_described(mtr, header, &[UNDO_FIELDS], |page| {
                 UndoPage::open_trusted(page, page_size)
                     .map_err(page_err(header_id))?

@@ -60,6 +60,20 @@ pub(crate) fn change_described<T>(
     regions: &[Range<usize>],
     change: impl FnOnce(&mut [u8]) -> Result<T>,
 ) -> Result<T> {
+    change_described_appending(mtr, guard, regions, 0..0, change)
+}
+
+/// [`change_described`], where `change` also writes `appended` whole (records appended in
+/// the page's free space): those bytes are described as they are, without keeping and
+/// comparing what the free space held before (a run of a leaf's rows appends a few kilobytes
+/// of undo records at once).
+pub(crate) fn change_described_appending<T>(
+    mtr: &mut Mtr<'_>,
+    guard: &mut ExclusiveGuard<'_>,
+    regions: &[Range<usize>],
+    appended: Range<usize>,
+    change: impl FnOnce(&mut [u8]) -> Result<T>,
+) -> Result<T> {
     // The regions' bytes before the change, back to back in one buffer (inline for the usual
     // few dozen bytes: this runs for every undo record written).
     let mut saved: SmallVec<[u8; 256]> = SmallVec::new();
@@ -72,6 +86,21 @@ pub(crate) fn change_described<T>(
         }
     }
     let out = change(guard.described_change_mut())?;
+    if !appended.is_empty() {
+        let bytes = guard.get(appended.clone()).ok_or_else(|| {
+            BTreeError::corrupt(
+                guard.page_id(),
+                format!("appended bytes {appended:?} past the page's end"),
+            )
+        })?;
+        mtr.describe(
+            guard,
+            IndexChange::Written {
+                offset: appended.start,
+                bytes,
+            },
+        )?;
+    }
     for (start, span) in before {
         let old = saved.get(span).unwrap_or_default();
         let now = guard.get(start..start + old.len()).unwrap_or_default();
