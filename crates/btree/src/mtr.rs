@@ -13,7 +13,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use barracuda_buffer_pool::ExclusiveGuard;
-use barracuda_page::{Lsn, PageId, Record};
+use barracuda_page::{IndexPage, Lsn, PageId, PageSize, Record};
 use smallvec::SmallVec;
 
 use crate::error::{BTreeError, Result};
@@ -292,7 +292,24 @@ impl<'a> Mtr<'a> {
                 (DescribedKind::Written, offset, None)
             }
         };
-        if let Some(record) = record {
+        // The page took the record already: its encoding is copied from the heap rather than
+        // made a second time (a load describes every row it writes).
+        let on_page = record.and_then(|_| {
+            let page = IndexPage::open_trusted(&guard[..], PageSize::from_bytes(guard.len())?);
+            guard.get(page.ok()?.encoded_record_range(pos).ok()?)
+        });
+        if let Some(encoded) = on_page {
+            #[cfg(debug_assertions)]
+            if let Some(record) = record {
+                let mut expected = Vec::new();
+                let encodes = record.encode_to(&mut expected).is_ok();
+                debug_assert!(
+                    encodes && expected == encoded,
+                    "the page's record {pos} is the one described"
+                );
+            }
+            self.described_bytes.extend_from_slice(encoded);
+        } else if let Some(record) = record {
             self.described_bytes.resize(start + record.encoded_len(), 0);
             let out = self.described_bytes.get_mut(start..).unwrap_or_default();
             if let Err(what) = record.encode_into(out) {

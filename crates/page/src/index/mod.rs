@@ -379,6 +379,20 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
         self.record_at(self.slot(i)).map(|(record, _)| record)
     }
 
+    /// Where the page holds record `i`'s encoding (the bytes [`Record::encode_to`] writes);
+    /// fails as [`record`](Self::record) does.
+    pub fn encoded_record_range(&self, i: usize) -> Result<std::ops::Range<usize>, PageError> {
+        if i >= self.len() {
+            return Err(PageError::corrupt(
+                self.page_id(),
+                format!("record {i} requested of {}", self.len()),
+            ));
+        }
+        let off = self.slot(i);
+        let (_, len) = self.record_at(off)?;
+        Ok(off..off + len)
+    }
+
     /// The key of record `i`; fails as [`record`](Self::record) does.
     pub fn key(&self, i: usize) -> Result<&[u8], PageError> {
         self.record(i).map(|r| r.key)

@@ -93,6 +93,30 @@ fn random_inserts_stay_sorted_and_searchable() {
 }
 
 #[test]
+fn each_records_heap_bytes_are_its_encoding_after_inserts_and_replaces() {
+    let mut page = leaf(PageSize::K4);
+    page.insert(0, &Record::inline(b"m", b"middle"))
+        .expect("fits");
+    page.insert(0, &Record::inline(b"a", b"first"))
+        .expect("fits");
+    page.insert(2, &Record::inline(b"z", b"")).expect("fits");
+    page.replace(1, &Record::inline(b"m", b"a longer middle value"))
+        .expect("fits");
+    for i in 0..page.len() {
+        let range = page.encoded_record_range(i).expect("in range");
+        let mut expected = Vec::new();
+        page.record(i).unwrap().encode_to(&mut expected).unwrap();
+        assert_eq!(
+            page.as_bytes().get(range),
+            Some(&expected[..]),
+            "record {i}"
+        );
+    }
+    let err = page.encoded_record_range(3).unwrap_err().to_string();
+    assert!(err.contains("record 3 requested of 3"), "{err}");
+}
+
+#[test]
 fn insert_rejects_out_of_order_and_bad_kinds_without_change() {
     let ps = PageSize::K4;
     let mut page = leaf(ps);
