@@ -12,7 +12,7 @@ use crate::mtr::Mtr;
 use crate::node::{self, NodeRef, Value};
 use crate::tree::BTree;
 use crate::versioned::{StoredRecord, StoredValue};
-use crate::zip::Placed;
+use crate::zip::{NodeChange, Placed};
 
 /// A change [`BTree::change_in_place`] makes to the record of its key.
 #[derive(Clone, Copy, Debug)]
@@ -163,7 +163,7 @@ impl BTree {
         }
         let mut leaf = self.descend_leaf_exclusive(first)?;
         let id = leaf.page_id();
-        let currents = self.measure_run(&leaf, rows)?;
+        let (currents, found) = self.measure_run(&leaf, rows)?;
         if currents.is_empty() {
             return Ok(0);
         }
@@ -186,28 +186,41 @@ impl BTree {
         mtr.reserve(3 * currents.len(), run_bytes);
         let fields = prepare(&mut mtr, &currents)?;
         let mut done = 0;
-        for (&(key, value), sys) in rows.iter().take(currents.len()).zip(fields) {
-            let fit = {
-                let node = NodeRef::open(&leaf, id, self)?;
-                let probe = LeafRecord {
+        // Where each row goes, from the measuring search: every row placed before it has a
+        // smaller key, so an insert moves it one position up. The room was measured with the
+        // same arithmetic `LeafFit::of` uses, under this latch.
+        let mut inserted = 0;
+        for ((&(key, value), sys), found) in rows.iter().take(currents.len()).zip(fields).zip(found)
+        {
+            let value = Value::Inline(value);
+            let (pos, replaces) = match found {
+                Ok(pos) => (pos + inserted, true),
+                Err(pos) => (pos + inserted, false),
+            };
+            debug_assert_eq!(
+                NodeRef::open(&leaf, id, self)?
+                    .search(key)
+                    .unwrap_or_else(|at| at),
+                pos,
+                "the measured position of a run's row"
+            );
+            let change = if replaces {
+                NodeChange::Replace {
+                    pos,
                     key,
-                    value: Value::Inline(value),
+                    value,
                     sys,
-                };
-                LeafFit::of(&node, self, probe, false)?
+                }
+            } else {
+                inserted += 1;
+                NodeChange::Insert {
+                    pos,
+                    key,
+                    value,
+                    sys,
+                }
             };
-            if !fit.fits {
-                // Measured to fit: not reached. Were it, the rows placed so far commit, and
-                // the undo records of the rest name rows that do not carry them, which
-                // rollback and purge leave alone.
-                break;
-            }
-            let record = LeafRecord {
-                key,
-                value: Value::Inline(value),
-                sys,
-            };
-            if fit.apply(&mut mtr, &mut leaf, self, record)? != Placed::Done {
+            if self.make_change(&mut mtr, &mut leaf, change)? != Placed::Done {
                 return Err(BTreeError::corrupt(
                     id,
                     "an uncompressed leaf refused a record that fits it",
@@ -225,11 +238,18 @@ impl BTree {
 
     /// The current records of the longest prefix of `rows` that `leaf` takes in place
     /// together (see [`put_run_in_place`](Self::put_run_in_place)), measured without a change.
+    #[expect(
+        clippy::type_complexity,
+        reason = "two parallel lists, each used on its own by the caller"
+    )]
     fn measure_run(
         &self,
         leaf: &ExclusiveGuard<'_>,
         rows: &[(&[u8], &[u8])],
-    ) -> Result<Vec<Option<StoredRecord>>> {
+    ) -> Result<(
+        Vec<Option<StoredRecord>>,
+        Vec<std::result::Result<usize, usize>>,
+    )> {
         let id = leaf.page_id();
         let node = NodeRef::open(leaf, id, self)?;
         let page_size = self.ctx.pool.page_size();
@@ -237,13 +257,14 @@ impl BTree {
         let bound = match node.next() {
             Some(_) => match node.len().checked_sub(1) {
                 Some(last) => Some(node.key(last)?),
-                None => return Ok(Vec::new()),
+                None => return Ok((Vec::new(), Vec::new())),
             },
             None => None,
         };
         let mut free = node.free_space();
         let (mut bytes, mut previous) = (0, None);
         let mut currents = Vec::new();
+        let mut found = Vec::new();
         for (i, &(key, value)) in rows.iter().enumerate() {
             bytes += key.len() + value.len();
             if i == MAX_RUN_ROWS
@@ -257,7 +278,8 @@ impl BTree {
             }
             let needed = node::record_size(page_size, key.len(), Value::Inline(value));
             // As `LeafFit::of` counts: a replaced record's bytes are freed by its successor.
-            let (current, room) = match node.search(key) {
+            let position = node.search(key);
+            let (current, room) = match position {
                 Ok(pos) => (
                     Some(StoredRecord {
                         value: StoredValue::of(id, node.value(pos)?)?,
@@ -272,9 +294,10 @@ impl BTree {
             }
             free = room - needed;
             currents.push(current);
+            found.push(position);
             previous = Some(key);
         }
-        Ok(currents)
+        Ok((currents, found))
     }
 }
 
