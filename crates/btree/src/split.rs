@@ -18,7 +18,7 @@ use crate::held::Held;
 use crate::insert::shortest_separator;
 use crate::mtr::{IndexChange, Mtr};
 use crate::node::{self, NodeMut, NodeRef, Value};
-use crate::tree::BTree;
+use crate::tree::{max_key, BTree};
 use crate::zip::{NodeChange, Placed};
 
 impl BTree {
@@ -38,15 +38,25 @@ impl BTree {
         key_len: usize,
     ) -> Result<Held<'a>> {
         let page_size = self.ctx.pool.page_size();
-        let mut separator_len =
-            key_len.max(longest_key(&NodeRef::open(leaf, leaf.page_id(), self)?)?);
+        // The leaf's keys are measured only for a parent that might not take a separator of
+        // the longest key allowed: nearly always it can, and measuring reads every record.
+        let any_separator = node::record_size(page_size, max_key(self), Value::Child(0));
+        let mut separator_len = None;
         let mut may_split = vec![leaf];
         for (ancestor, _) in path.iter().rev() {
             let node = NodeRef::open(ancestor, ancestor.page_id(), self)?;
-            if node.free_space() >= node::record_size(page_size, separator_len, Value::Child(0)) {
+            let free = node.free_space();
+            if free >= any_separator {
                 break;
             }
-            separator_len = separator_len.max(longest_key(&node)?);
+            let bound = match separator_len {
+                Some(len) => len,
+                None => key_len.max(longest_key(&NodeRef::open(leaf, leaf.page_id(), self)?)?),
+            };
+            if free >= node::record_size(page_size, bound, Value::Child(0)) {
+                break;
+            }
+            separator_len = Some(bound.max(longest_key(&node)?));
             may_split.push(ancestor);
         }
         let raises_root = may_split

@@ -332,6 +332,6 @@ enum Copies {
     Skip,
 }
 
-fn max_key(tree: &BTree) -> usize {
+pub(crate) fn max_key(tree: &BTree) -> usize {
     node::max_key_len(tree.ctx.pool.page_size())
 }

@@ -203,3 +203,36 @@ fn keys_over_the_limit_are_refused() {
     );
     assert_eq!(tree.get(&vec![1u8; max + 1]).unwrap(), None);
 }
+
+#[test]
+fn long_keys_split_inner_nodes_and_every_key_stays_found() {
+    // Keys near the longest allowed: an inner node takes only a few separators, so splits
+    // run up through several levels (the splits that measure the keys of the nodes below).
+    let tree = common::tree(PageSize::K4, 64);
+    let max = barracuda_btree::max_key_len(PageSize::K4);
+    let mut model = BTreeMap::new();
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    for i in 0..400u32 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // Lengths vary (a short key beside long ones); long keys share a long prefix and
+        // differ at the end, so separators are long too.
+        let len = if i % 5 == 0 {
+            9
+        } else {
+            max - (x % 64) as usize
+        };
+        let mut key = vec![7u8; len - 8];
+        key.extend(x.to_be_bytes());
+        let value = i.to_be_bytes();
+        tree.put(&key, &value).unwrap();
+        model.insert(key, value.to_vec());
+    }
+    let stats = tree.check().unwrap();
+    assert!(stats.height >= 3, "inner nodes split: {stats:?}");
+    assert_eq!(stats.records, model.len() as u64);
+    for (key, value) in &model {
+        assert_eq!(tree.get(key).unwrap().as_deref(), Some(&value[..]));
+    }
+}
