@@ -351,7 +351,8 @@ impl RedoSink {
 
     /// The records of one mtr.
     fn records(&self, mtr: &MtrSummary<'_>) -> Result<Vec<u8>, BTreeError> {
-        let mut w = MtrWriter::new(self.page_size);
+        let estimate = records_estimate(mtr, self.page_size);
+        let mut w = MtrWriter::with_capacity(self.page_size, estimate);
         let invalid = |e: barracuda_redo::record::RecordError| BTreeError::Log(e.to_string());
         for page in mtr.pages {
             if page.created {
@@ -395,6 +396,32 @@ impl RedoSink {
         }
         Ok(w.finish())
     }
+}
+
+/// About the bytes `mtr`'s records take: its described bytes with a record header each, a
+/// created page's image (at most), a guess for a diffed page.
+fn records_estimate(mtr: &MtrSummary<'_>, page_size: PageSize) -> usize {
+    mtr.pages
+        .iter()
+        .map(|page| {
+            if page.created {
+                return page_size.bytes();
+            }
+            let described: usize = page
+                .described
+                .iter()
+                .map(|change| {
+                    16 + match *change {
+                        DescribedChange::Insert { encoded, .. }
+                        | DescribedChange::Replace { encoded, .. } => encoded.len(),
+                        DescribedChange::Written { bytes, .. } => bytes.len(),
+                        DescribedChange::Remove { .. } | DescribedChange::Truncate { .. } => 0,
+                    }
+                })
+                .sum();
+            described + page.before.map_or(0, |_| 256)
+        })
+        .sum()
 }
 
 /// Checks that `records` (an mtr's records from the first one about `page`) turn `from`, the

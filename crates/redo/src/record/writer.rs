@@ -45,6 +45,17 @@ impl MtrWriter {
         }
     }
 
+    /// [`new`](Self::new), with room for `bytes` of records before the buffer grows: a large
+    /// mtr (a run of a leaf's rows, ~20 KiB) otherwise doubles its buffer several times,
+    /// copying what it holds each time.
+    pub fn with_capacity(page_size: PageSize, bytes: usize) -> Self {
+        Self {
+            page_size,
+            buf: Vec::with_capacity(bytes.max(512)),
+            cursor: None,
+        }
+    }
+
     /// The page size the records are checked against.
     pub fn page_size(&self) -> PageSize {
         self.page_size
