@@ -152,6 +152,8 @@ struct State {
     gatherer: Option<Arc<Condvar>>,
     /// How long the last sync took: sizes the gathering window.
     last_sync: Duration,
+    /// The background thread was asked to write the buffer (it passed half full).
+    write_wanted: bool,
 }
 
 /// A thread blocked until `written_lsn` (or, with `sync`, `flushed_lsn`) reaches `target`.
@@ -215,7 +217,8 @@ struct Shared {
     header: Header,
     durability: Durability,
     state: Mutex<State>,
-    /// Signalled at shutdown, for the background thread's periodic wait.
+    /// Wakes the background thread: at shutdown, and when the buffer passes half full (if
+    /// there is a background thread: not in [`Durability::Sync`]).
     stopping: Condvar,
     /// Serialises checkpoints (each picks the slot from the sequence number).
     checkpointing: Mutex<()>,
@@ -351,6 +354,7 @@ impl RedoLog {
                 appended_since: 0,
                 gatherer: None,
                 last_sync: Duration::ZERO,
+                write_wanted: false,
             }),
             stopping: Condvar::new(),
             checkpointing: Mutex::new(()),
@@ -419,6 +423,17 @@ impl RedoLog {
                 s.next_lsn_hint.store(st.next_lsn, Ordering::Relaxed);
                 s.appends.fetch_add(1, Ordering::Relaxed);
                 st.appended_since += 1;
+                // Half full: the background thread writes it out while appends go on into the
+                // spare buffer, so that an appender seldom finds the buffer full and writes
+                // (copies megabytes into the OS) itself. InnoDB's log writer thread.
+                if s.durability != Durability::Sync
+                    && !st.write_wanted
+                    && !st.writing
+                    && 2 * st.buf.len() as u64 >= u64::from(s.header.buffer_bytes)
+                {
+                    st.write_wanted = true;
+                    s.stopping.notify_one();
+                }
                 if st.appended_since >= st.released {
                     if let Some(g) = st.gatherer.take() {
                         g.notify_one();
@@ -788,21 +803,29 @@ impl Shared {
     /// The background thread of `Async`/`None`: about once a second, write and sync what was
     /// appended. Exits at shutdown or once the log has failed.
     fn background(&self) {
+        let mut deadline = Instant::now() + BACKGROUND_INTERVAL;
         loop {
-            {
-                let deadline = std::time::Instant::now() + BACKGROUND_INTERVAL;
+            let write_only = {
                 let mut st = self.state.lock();
                 // A timed wait is the point here (a periodic sync), not a test's guess.
                 while !st.shutdown
                     && st.failed.is_none()
+                    && !st.write_wanted
                     && !self.stopping.wait_until(&mut st, deadline).timed_out()
                 {}
                 if st.shutdown || st.failed.is_some() {
                     return;
                 }
+                let wanted = std::mem::take(&mut st.write_wanted);
+                wanted && Instant::now() < deadline
+            };
+            // A write of the half-full buffer (synced too when the bytes written but not synced
+            // would pass a buffer, as any write), or the periodic sync.
+            if !write_only {
+                deadline = Instant::now() + BACKGROUND_INTERVAL;
             }
-            if let Err(e) = self.write_up_to(Lsn::MAX, true, false) {
-                tracing::error!(%e, "redo background sync failed");
+            if let Err(e) = self.write_up_to(Lsn::MAX, !write_only, false) {
+                tracing::error!(%e, "redo background write failed");
                 return;
             }
         }

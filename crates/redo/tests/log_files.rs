@@ -576,3 +576,34 @@ fn the_background_thread_syncs_async_and_none_logs() {
         assert_eq!(found.len(), 1, "{durability:?}");
     }
 }
+
+/// Without a committer asking, a buffer past half full is written by the background thread
+/// at once (the periodic sync, about a second later, syncs it), so appenders seldom find it
+/// full and write it themselves.
+#[test]
+fn the_background_thread_writes_a_half_full_buffer_before_its_periodic_sync() {
+    let fs = FaultyFileSystem::new();
+    let opts = RedoOptions {
+        durability: Durability::None,
+        ..small()
+    };
+    let log = RedoLog::create(&fs, Path::new(DIR), &opts).unwrap();
+    // 3 × 800 bytes: past half of the 4096-byte buffer, far from full.
+    for tag in 0..3 {
+        log.append(&mtr(tag, 800)).unwrap();
+    }
+    let until = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "{what}");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    };
+    until("written", &|| log.stats().writes >= 1);
+    // Appended after that write: the periodic sync has it to write. Had the periodic sync
+    // been the first write, it would have synced before this append was written.
+    let (_, end) = log.append(&mtr(3, 100)).unwrap();
+    until("synced", &|| log.stats().fsyncs >= 1);
+    assert_eq!(log.stats().writes, 2, "a write of its own, then the sync's");
+    until("synced to the end", &|| log.flushed_lsn() >= end);
+}
