@@ -219,7 +219,7 @@ struct Shared {
     state: Mutex<State>,
     /// Wakes the background thread: at shutdown, and when the buffer passes half full (if
     /// there is a background thread: not in [`Durability::Sync`]).
-    stopping: Condvar,
+    wake_background: Condvar,
     /// Serialises checkpoints (each picks the slot from the sequence number).
     checkpointing: Mutex<()>,
     appends: AtomicU64,
@@ -356,7 +356,7 @@ impl RedoLog {
                 last_sync: Duration::ZERO,
                 write_wanted: false,
             }),
-            stopping: Condvar::new(),
+            wake_background: Condvar::new(),
             checkpointing: Mutex::new(()),
             appends: AtomicU64::new(0),
             writes: AtomicU64::new(0),
@@ -432,7 +432,7 @@ impl RedoLog {
                     && 2 * st.buf.len() as u64 >= u64::from(s.header.buffer_bytes)
                 {
                     st.write_wanted = true;
-                    s.stopping.notify_one();
+                    s.wake_background.notify_one();
                 }
                 if st.appended_since >= st.released {
                     if let Some(g) = st.gatherer.take() {
@@ -638,7 +638,7 @@ impl RedoLog {
     fn stop_background(&mut self) {
         if let Some(handle) = self.background.take() {
             self.shared.state.lock().shutdown = true;
-            self.shared.stopping.notify_all();
+            self.shared.wake_background.notify_all();
             if handle.join().is_err() {
                 tracing::error!(path = %self.shared.path.display(), "redo background thread panicked");
             }
@@ -801,7 +801,8 @@ impl Shared {
     }
 
     /// The background thread of `Async`/`None`: about once a second, write and sync what was
-    /// appended. Exits at shutdown or once the log has failed.
+    /// appended; in between, write the buffer whenever an append takes it past half full.
+    /// Exits at shutdown or once the log has failed.
     fn background(&self) {
         let mut deadline = Instant::now() + BACKGROUND_INTERVAL;
         loop {
@@ -811,7 +812,10 @@ impl Shared {
                 while !st.shutdown
                     && st.failed.is_none()
                     && !st.write_wanted
-                    && !self.stopping.wait_until(&mut st, deadline).timed_out()
+                    && !self
+                        .wake_background
+                        .wait_until(&mut st, deadline)
+                        .timed_out()
                 {}
                 if st.shutdown || st.failed.is_some() {
                     return;
