@@ -1,6 +1,6 @@
 //! Page-format hot paths: CRC-32C of a page (GB/s), seal + verify, file header encode/decode,
-//! and index page search and insert (ns per operation) on pages of 8-byte big-endian keys with
-//! 180-byte values.
+//! and index page search, insert and open (ns per operation) on pages of 8-byte big-endian keys
+//! with 180-byte values.
 //!
 //! `cargo bench -p barracuda-benches --bench page -- --warm-up-time 1 --measurement-time 3`
 
@@ -147,11 +147,39 @@ fn bench_index_insert(c: &mut Criterion) {
     group.finish();
 }
 
+/// `IndexPage::open` — the full structural validation every page read from disk gets — of a
+/// full leaf whose records were inserted in random key order (so heap order is not key order).
+fn bench_index_open(c: &mut Criterion) {
+    let mut group = c.benchmark_group("index_open");
+    let value = vec![0x5Au8; VALUE_LEN];
+    for ps in SIZES {
+        let (empty, _) = leaf_page(ps, 0, 1, VALUE_LEN).expect("empty leaf");
+        let mut page = empty.clone();
+        let mut rng = Rng::new(0x0BE2_0BE2);
+        loop {
+            let key = be_key(rng.below(1 << 40));
+            let Err(pos) = page.search(&key) else {
+                continue;
+            };
+            if page.insert(pos, &Record::inline(&key, &value)).is_err() {
+                break;
+            }
+        }
+        let bytes = page.as_bytes().to_vec();
+        let id = format!("{}/{}recs", size_label(ps), page.len());
+        group.throughput(Throughput::Bytes(ps.bytes() as u64));
+        group.bench_function(BenchmarkId::from_parameter(id), |b| {
+            b.iter(|| IndexPage::open(black_box(bytes.as_slice()), ps).map(|p| p.len()));
+        });
+    }
+    group.finish();
+}
+
 /// The group run by `criterion_main!` (in a private module: the macro's `pub fn` is not API).
 mod group {
     use super::{
-        bench_checksum, bench_file_header, bench_index_insert, bench_index_search,
-        bench_index_search_uneven, bench_seal_verify,
+        bench_checksum, bench_file_header, bench_index_insert, bench_index_open,
+        bench_index_search, bench_index_search_uneven, bench_seal_verify,
     };
     criterion::criterion_group!(
         benches,
@@ -160,7 +188,8 @@ mod group {
         bench_file_header,
         bench_index_search,
         bench_index_search_uneven,
-        bench_index_insert
+        bench_index_insert,
+        bench_index_open
     );
 }
 criterion_main!(group::benches);

@@ -211,7 +211,7 @@ pub fn encode_header(page: &mut [u8], page_size: PageSize, geometry: Geometry) {
     put(page, 12, &geometry.batch_areas.to_le_bytes());
     put(page, 16, &geometry.pages_per_area.to_le_bytes());
     put(page, 20, &geometry.single_page_slots.to_le_bytes());
-    let crc = crc32c::crc32c(&page[..HEADER_CRC_OFFSET]);
+    let crc = barracuda_page::crc32c(&page[..HEADER_CRC_OFFSET]);
     put(page, HEADER_CRC_OFFSET, &crc.to_le_bytes());
 }
 
@@ -224,7 +224,7 @@ pub fn decode_header(page: &[u8]) -> Result<(PageSize, Geometry), String> {
         return Err(format!("bad header magic {magic:#010x}"));
     }
     let stored = u32_at(page, HEADER_CRC_OFFSET).ok_or_else(short)?;
-    let computed = crc32c::crc32c(page.get(..HEADER_CRC_OFFSET).ok_or_else(short)?);
+    let computed = barracuda_page::crc32c(page.get(..HEADER_CRC_OFFSET).ok_or_else(short)?);
     if stored != computed {
         return Err(format!(
             "header CRC {stored:#010x} does not match the computed {computed:#010x}"
@@ -291,7 +291,7 @@ pub fn encode_descriptor(page: &mut [u8], desc: &Descriptor) {
         put(page, at + 20, &e.image_crc.to_le_bytes());
     }
     let end = DESCRIPTOR_HEADER_LEN + desc.entries.len() * ENTRY_LEN;
-    let crc = crc32c::crc32c(&page[8..end]);
+    let crc = barracuda_page::crc32c(&page[8..end]);
     put(page, 0, &DESCRIPTOR_MAGIC.to_le_bytes());
     put(page, 4, &crc.to_le_bytes());
 }
@@ -344,7 +344,7 @@ fn try_decode_descriptor(
     }
     let end = DESCRIPTOR_HEADER_LEN + count as usize * ENTRY_LEN;
     let stored = u32_at(page, 4).ok_or_else(short)?;
-    let computed = crc32c::crc32c(page.get(8..end).ok_or_else(short)?);
+    let computed = barracuda_page::crc32c(page.get(8..end).ok_or_else(short)?);
     if stored != computed {
         return Err(format!(
             "descriptor CRC {stored:#010x} does not match the computed {computed:#010x}"
@@ -413,7 +413,7 @@ pub fn check_image<'a>(
             slot.len()
         )
     })?;
-    let crc = crc32c::crc32c(image);
+    let crc = barracuda_page::crc32c(image);
     if crc != entry.image_crc {
         return Err(format!(
             "image CRC {crc:#010x} does not match the descriptor's {:#010x}",

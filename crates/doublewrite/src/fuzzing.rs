@@ -210,7 +210,7 @@ fn write_u32(buf: &mut [u8], at: usize, v: u32) {
 fn reseal(file: &mut [u8], page_size: PageSize, selector: u8) {
     let p = page_size.bytes();
     if selector & RESEAL_HEADER != 0 && file.len() >= 28 {
-        let crc = crc32c::crc32c(&file[..24]);
+        let crc = barracuda_page::crc32c(&file[..24]);
         write_u32(file, 24, crc);
     }
     if selector & (RESEAL_IMAGES | RESEAL_DESCRIPTORS) == 0 {
@@ -235,14 +235,14 @@ fn reseal(file: &mut [u8], page_size: PageSize, selector: u8) {
                 let len = read_u32(file, entry + 16).unwrap_or(0) as usize;
                 let slot = at + (1 + i) * p;
                 if let Some(image) = file.get(slot..slot + len.min(p)) {
-                    let crc = crc32c::crc32c(image);
+                    let crc = barracuda_page::crc32c(image);
                     write_u32(file, entry + 20, crc);
                 }
             }
         }
         if selector & RESEAL_DESCRIPTORS != 0 {
             let end = at + DESCRIPTOR_HEADER_LEN + count * ENTRY_LEN;
-            let crc = crc32c::crc32c(&file[at + 8..end]);
+            let crc = barracuda_page::crc32c(&file[at + 8..end]);
             write_u32(file, at + 4, crc);
         }
     }

@@ -408,7 +408,11 @@ impl Doublewrite {
                 id: pg.id,
                 lsn: pg.lsn,
                 image_len: if images { pg.image.len() as u32 } else { 0 },
-                image_crc: if images { crc32c::crc32c(pg.image) } else { 0 },
+                image_crc: if images {
+                    barracuda_page::crc32c(pg.image)
+                } else {
+                    0
+                },
             })
             .collect();
         encode_descriptor(

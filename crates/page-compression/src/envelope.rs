@@ -110,7 +110,7 @@ pub(crate) fn write_header(
         .copy_from_slice(&u32::try_from(payload_len).unwrap_or(u32::MAX).to_le_bytes());
     out[OFF_RESERVED] = 0;
     out[OFF_SPACE_ID..OFF_SPACE_ID + 4].copy_from_slice(&header.space_id.to_le_bytes());
-    let crc = crc32c::crc32c(&out[4..stored_len]);
+    let crc = barracuda_page::crc32c(&out[4..stored_len]);
     out[0..4].copy_from_slice(&crc.to_le_bytes());
     stored_len
 }
@@ -162,7 +162,7 @@ pub fn verify_envelope(
         )));
     }
     let stored = u32_at(image, 0).unwrap_or(0);
-    let computed = crc32c::crc32c(image.get(4..stored_len).unwrap_or(&[]));
+    let computed = barracuda_page::crc32c(image.get(4..stored_len).unwrap_or(&[]));
     if stored != computed {
         return Err(PageCompressionError::Checksum {
             page: expected,

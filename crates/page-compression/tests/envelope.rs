@@ -149,7 +149,7 @@ fn envelope(algorithm: Algorithm) -> Vec<u8> {
 /// Re-seals an envelope's checksum after a deliberate change, so the check behind it is reached.
 fn reseal(image: &mut [u8]) {
     let stored = 38 + u32::from_le_bytes(image[29..33].try_into().expect("4 bytes")) as usize;
-    let crc = crc32c::crc32c(&image[4..stored.min(image.len())]);
+    let crc = barracuda_page::crc32c(&image[4..stored.min(image.len())]);
     image[0..4].copy_from_slice(&crc.to_le_bytes());
 }
 

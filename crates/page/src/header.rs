@@ -205,7 +205,7 @@ pub fn page_lsn(buf: &[u8]) -> Option<Lsn> {
 ///
 /// Returns the CRC of the empty input for buffers of 4 bytes or fewer.
 pub fn checksum(buf: &[u8]) -> u32 {
-    crc32c::crc32c(buf.get(OFF_CHECKSUM + 4..).unwrap_or(&[]))
+    crate::crc32c(buf.get(OFF_CHECKSUM + 4..).unwrap_or(&[]))
 }
 
 /// Seals a page just before it goes to disk: writes the trailer (low 32 bits of the header's

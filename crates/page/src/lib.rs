@@ -34,6 +34,7 @@
 
 pub mod bytes;
 pub mod catalog;
+mod crc;
 mod error;
 pub mod header;
 mod ids;
@@ -46,6 +47,7 @@ pub mod undo;
 mod unused;
 
 pub use catalog::{CatalogEntry, CatalogPage};
+pub use crc::{crc32c, crc32c_append};
 pub use error::PageError;
 pub use header::{
     checksum, page_lsn, seal_page, set_page_lsn, verify_page, FileHeader, PageType,

@@ -99,7 +99,7 @@ impl Header {
             *dst = *src;
         }
         out.extend_from_slice(&creator);
-        let crc = crc32c::crc32c(&out);
+        let crc = barracuda_page::crc32c(&out);
         out.extend_from_slice(&crc.to_le_bytes());
         out
     }
@@ -116,7 +116,7 @@ impl Header {
                 "magic {magic:#010x}, expected {HEADER_MAGIC:#010x} (\"BRRL\")"
             ));
         }
-        let computed = crc32c::crc32c(body);
+        let computed = barracuda_page::crc32c(body);
         if stored != computed {
             return Err(format!(
                 "header CRC-32C {stored:#010x}, computed {computed:#010x}"
@@ -180,7 +180,7 @@ impl Checkpoint {
         out.extend_from_slice(&self.lsn.to_le_bytes());
         out.extend_from_slice(&self.offset.to_le_bytes());
         out.extend_from_slice(&log_id.to_le_bytes());
-        let crc = crc32c::crc32c(&out);
+        let crc = barracuda_page::crc32c(&out);
         out.extend_from_slice(&crc.to_le_bytes());
         out
     }
@@ -189,7 +189,9 @@ impl Checkpoint {
     /// of another log, or inconsistent (a reader then uses the other slot).
     pub fn decode(bytes: &[u8], header: &Header) -> Option<Checkpoint> {
         let body = bytes.get(..SLOT_LEN - 4)?;
-        if le32(body, 0)? != SLOT_MAGIC || le32(bytes, SLOT_LEN - 4)? != crc32c::crc32c(body) {
+        if le32(body, 0)? != SLOT_MAGIC
+            || le32(bytes, SLOT_LEN - 4)? != barracuda_page::crc32c(body)
+        {
             return None;
         }
         let cp = Checkpoint {
@@ -215,9 +217,9 @@ pub const CONTINUES: u32 = 1 << 31;
 /// LSN smaller by a multiple of the capacity) fail the check, so they are never taken for
 /// records.
 pub fn frame_crc(lsn: Lsn, len_field: u32, payload: &[u8]) -> u32 {
-    let crc = crc32c::crc32c(&lsn.to_le_bytes());
-    let crc = crc32c::crc32c_append(crc, &len_field.to_le_bytes());
-    crc32c::crc32c_append(crc, payload)
+    let crc = barracuda_page::crc32c(&lsn.to_le_bytes());
+    let crc = barracuda_page::crc32c_append(crc, &len_field.to_le_bytes());
+    barracuda_page::crc32c_append(crc, payload)
 }
 
 /// The length field of a frame of `payload` (at most `MAX_BUFFER_BYTES` long, so bit 31 is

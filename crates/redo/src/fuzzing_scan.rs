@@ -90,7 +90,7 @@ fn raw_file(rest: &[u8]) -> Vec<u8> {
 /// Writes the CRC-32C of `file[at..at + len - 4]` little-endian into its last 4 bytes, if
 /// the file holds them.
 fn reseal(file: &mut [u8], at: usize, len: usize) {
-    let Some(crc) = file.get(at..at + len - 4).map(crc32c::crc32c) else {
+    let Some(crc) = file.get(at..at + len - 4).map(barracuda_page::crc32c) else {
         return;
     };
     if let Some(dst) = file.get_mut(at + len - 4..at + len) {

@@ -324,7 +324,7 @@ pub fn seal_block(block: &mut [u8]) {
     let lsn_low = u32_at(block, OFF_LSN).unwrap_or(0);
     put_u32(block, len - FIL_TRAILER_SIZE, lsn_low);
     put_u32(block, len - 4, TRAILER_MAGIC);
-    let crc = crc32c::crc32c(block.get(4..).unwrap_or_default());
+    let crc = barracuda_page::crc32c(block.get(4..).unwrap_or_default());
     put_u32(block, 0, crc);
 }
 
@@ -356,7 +356,7 @@ pub fn verify_block(block: &[u8], expected: PageId) -> Result<()> {
         )));
     }
     let stored = u32_at(block, 0).unwrap_or(0);
-    let computed = crc32c::crc32c(block.get(4..).unwrap_or_default());
+    let computed = barracuda_page::crc32c(block.get(4..).unwrap_or_default());
     if stored != computed {
         return Err(corrupt(format!(
             "checksum {stored:#010x} stored, {computed:#010x} computed"

@@ -99,6 +99,47 @@ pub const fn record_size(record: &Record<'_>) -> usize {
     record.encoded_len() + SLOT_SIZE
 }
 
+/// Heap words (64 bytes of heap each) that [`IndexPage::open`] tracks on the stack: pages up to
+/// 16 KiB; larger pages use a vector.
+const SMALL_HEAP_WORDS: usize = 256;
+
+/// Sets the bits of bytes `start..stop` in `covered` (bit `b % 64` of word `b / 64` for byte
+/// `b`); false if one of them was set already or the range is outside `covered` (the range is
+/// marked regardless: the caller gives up on the page).
+fn mark_covered(covered: &mut [u64], start: usize, stop: usize) -> bool {
+    if stop <= start {
+        return true;
+    }
+    let (first, last) = (start / 64, (stop - 1) / 64);
+    let head = !0u64 << (start % 64);
+    let tail = !0u64 >> (63 - (stop - 1) % 64);
+    if first == last {
+        let Some(w) = covered.get_mut(first) else {
+            return false;
+        };
+        let clash = *w & head & tail;
+        *w |= head & tail;
+        return clash == 0;
+    }
+    let Some((w_first, rest)) = covered
+        .get_mut(first..=last)
+        .and_then(|words| words.split_first_mut())
+    else {
+        return false;
+    };
+    let Some((w_last, middle)) = rest.split_last_mut() else {
+        return false;
+    };
+    let mut clash = (*w_first & head) | (*w_last & tail);
+    *w_first |= head;
+    *w_last |= tail;
+    for w in middle {
+        clash |= *w;
+        *w = !0;
+    }
+    clash == 0
+}
+
 /// A validated view of an index page held in `B` (`&[u8]`, `&mut [u8]`, `Vec<u8>`, a pool frame...).
 ///
 /// Obtained with [`open`](Self::open) (full validation, for pages read from disk),
@@ -168,8 +209,20 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
         let heap_top = self.heap_top();
         let max_key = max_key_len(self.page_size);
         let max_rec = max_record_size(self.page_size);
-        let mut extents = Vec::with_capacity(self.len());
-        let mut prev_key: Option<&[u8]> = None;
+        // Which heap bytes the records cover, a bit a byte: a record that overlaps another
+        // finds its bits already set. Linear, where sorting the records' extents was
+        // O(n log n) with an allocation — a tenth of a 16 KiB page's read from the OS cache.
+        let mut small = [0u64; SMALL_HEAP_WORDS];
+        let mut large = Vec::new();
+        let words = heap_top.div_ceil(64);
+        let covered: &mut [u64] = if words <= SMALL_HEAP_WORDS {
+            small.get_mut(..words).unwrap_or_default()
+        } else {
+            large.resize(words, 0);
+            &mut large
+        };
+        let mut live = 0usize;
+        let mut prev: Option<(u64, &[u8])> = None;
         for i in 0..self.len() {
             let off = self.slot(i);
             if off < HEAP_START || off >= heap_top {
@@ -196,21 +249,17 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
                     "record {i} of {len} bytes exceeds the record limit"
                 ));
             }
-            if prev_key.is_some_and(|p| p >= rec.key) {
+            // Heads first (a strictly smaller head is a smaller key, `key_head`), the bytes
+            // only when the heads tie.
+            let head = key_head(rec.key);
+            if prev.is_some_and(|(h, k)| h > head || (h == head && k >= rec.key)) {
                 return bad(format!("keys not strictly increasing at record {i}"));
             }
-            prev_key = Some(rec.key);
-            extents.push((off, off + len));
-        }
-        extents.sort_unstable();
-        let mut live = 0usize;
-        let mut end = HEAP_START;
-        for &(start, stop) in &extents {
-            if start < end {
-                return bad(format!("record at {start} overlaps the one before it"));
+            prev = Some((head, rec.key));
+            if !mark_covered(covered, off, off + len) {
+                return bad(format!("record {i} at {off} overlaps another record"));
             }
-            live += stop - start;
-            end = stop;
+            live += len;
         }
         if live + self.garbage() != heap_top - HEAP_START {
             return bad(format!(

@@ -496,6 +496,66 @@ fn open_rejects_structural_corruption() {
     ));
 }
 
+#[test]
+fn open_rejects_records_that_overlap_when_the_accounting_balances() {
+    // Record 2's value is stretched over record 3 and the garbage left by record 1 is
+    // declared zero, so the bytes add up, the keys still increase and every record decodes:
+    // only the overlap is wrong.
+    let ps = PageSize::K4;
+    let mut page = leaf(ps);
+    for k in 0..5u8 {
+        page.insert(usize::from(k), &Record::inline(&[k], b"value"))
+            .expect("fits");
+    }
+    let rec_len = page.slot(1) - page.slot(0);
+    page.remove(1).expect("record 1 exists");
+    assert_eq!(
+        page.garbage(),
+        rec_len,
+        "the removed record is left as garbage"
+    );
+    let third = page.slot(1);
+    assert_eq!(
+        page.slot(2),
+        third + rec_len,
+        "records lie in insertion order"
+    );
+    let mut bytes = page.into_inner();
+    crate::bytes::put_u16(&mut bytes, third + 3, (5 + rec_len) as u16);
+    crate::bytes::put_u16(&mut bytes, OFF_GARBAGE, 0);
+    let r = IndexPage::open(&bytes, ps).map(|_| ());
+    match r {
+        Err(PageError::Corrupt { what, .. }) => assert!(what.contains("overlaps"), "{what}"),
+        other => panic!("overlap not detected: {other:?}"),
+    }
+}
+
+#[test]
+fn covered_bytes_are_marked_across_words_and_overlaps_found() {
+    let mut covered = [0u64; 4];
+    assert!(mark_covered(&mut covered, 10, 70));
+    assert_eq!(covered[0], !0u64 << 10);
+    assert_eq!(covered[1], (1u64 << 6) - 1);
+    assert!(
+        mark_covered(&mut covered, 70, 192),
+        "adjacent, not overlapping"
+    );
+    assert_eq!((covered[1], covered[2]), (!0, !0));
+    assert!(mark_covered(&mut covered, 0, 10));
+    assert!(mark_covered(&mut covered, 192, 193));
+    assert!(mark_covered(&mut covered, 255, 256));
+    assert_eq!(covered[3], 1 | (1 << 63));
+    for (start, stop) in [(191, 193), (5, 6), (100, 300), (250, 260), (256, 300)] {
+        let mut copy = covered;
+        assert!(!mark_covered(&mut copy, start, stop), "{start}..{stop}");
+    }
+    assert!(
+        mark_covered(&mut covered, 193, 255),
+        "the gap left fits exactly"
+    );
+    assert_eq!(covered, [!0u64; 4]);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
