@@ -106,6 +106,7 @@ const SMALL_HEAP_WORDS: usize = 256;
 /// Sets the bits of bytes `start..stop` in `covered` (bit `b % 64` of word `b / 64` for byte
 /// `b`); false if one of them was set already or the range is outside `covered` (the range is
 /// marked regardless: the caller gives up on the page).
+#[inline]
 fn mark_covered(covered: &mut [u64], start: usize, stop: usize) -> bool {
     if stop <= start {
         return true;
