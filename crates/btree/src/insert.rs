@@ -146,18 +146,28 @@ impl BTree {
     }
 
     /// The leaf for `key`, latched exclusively: the rightmost leaf straight away when the
-    /// last-insert position says `key` belongs to it (`append.rs`), else by a descent.
+    /// last-insert position says `key` belongs to it (`append.rs`), else by a routed descent
+    /// (the inner nodes' copies, the leaf by its frame hint: `routing.rs`), else by a latched
+    /// one that gives the inner nodes it crosses the copies they lack. Splits keep their
+    /// parent's copy current (`split.rs`), so a load rebuilds a copy only after a change that
+    /// does not (an inner node's own split, a merge, a root raise).
     pub(crate) fn descend_leaf_exclusive(&self, key: &[u8]) -> Result<ExclusiveGuard<'_>> {
         if let Some(leaf) = self.hinted_leaf(key) {
             return Ok(leaf);
         }
         let epoch = self.structure_epoch();
+        if let Some(leaf) = self.descend_routed_exclusive(key) {
+            self.remember_leaf(&leaf, epoch);
+            return Ok(leaf);
+        }
         let leaf = self.descend_leaf_exclusive_from_root(key)?;
         self.remember_leaf(&leaf, epoch);
         Ok(leaf)
     }
 
-    /// Descends with shared latches, coupled, and latches the leaf exclusively.
+    /// Descends with shared latches, coupled, and latches the leaf exclusively; the inner
+    /// nodes crossed get a routing copy where theirs is missing or stale, and the copies note
+    /// the frames their children were found in.
     fn descend_leaf_exclusive_from_root(&self, key: &[u8]) -> Result<ExclusiveGuard<'_>> {
         let pool = &self.ctx.pool;
         let root_id = self.page_id(self.root);
@@ -176,10 +186,18 @@ impl BTree {
             loop {
                 let id = guard.page_id();
                 let node = NodeRef::open(&guard, id, self)?;
-                let child = node.child(node.route(Target::AtLeast(key))?)?;
+                let idx = node.route(Target::AtLeast(key))?;
+                let child = node.child(idx)?;
                 let child_id = self.page_id(child);
+                let routing = self.routing_of(&guard, &node);
                 if node.level() == 1 {
                     let leaf = pool.get_exclusive(child_id)?;
+                    if let Some(r) = routing
+                        .as_ref()
+                        .and_then(|a| a.value::<crate::routing::Routing>())
+                    {
+                        r.note_child(idx, leaf.frame());
+                    }
                     if NodeRef::open(&leaf, child_id, self)?.level() != 0 {
                         return Err(BTreeError::corrupt(
                             child_id,
@@ -189,6 +207,12 @@ impl BTree {
                     return Ok(leaf);
                 }
                 let child_guard = pool.get_shared(child_id)?;
+                if let Some(r) = routing
+                    .as_ref()
+                    .and_then(|a| a.value::<crate::routing::Routing>())
+                {
+                    r.note_child(idx, child_guard.stamp().frame());
+                }
                 guard = child_guard;
             }
         }

@@ -19,6 +19,15 @@
 //! started and now waits for the leaf's latch. A descent whose check fails falls back to the
 //! latched descent, which also builds the routing copies it finds missing or stale.
 //!
+//! **Copies kept through splits.** A split posts its separator to the parent under the
+//! parent's exclusive latch; the parent's current copy, with the separator and the new child
+//! inserted ([`Routing::with_inserted`]), is attached again after that change
+//! ([`ExclusiveGuard::attach_final`](barracuda_buffer_pool::ExclusiveGuard::attach_final)), at
+//! the version the change gave the frame. Without it every split left its parent's copy stale
+//! and a random load rebuilt a copy of hundreds of keys every few dozen rows. A reader that
+//! takes the new copy before the split's mtr ends routes to a child the split still holds
+//! latched, and waits for it as a latched descent would.
+//!
 //! A copy takes 20 bytes an entry plus the key (28 for an 8-byte key, where the page's record
 //! and slot take 17), so about 1.6 times its node's used bytes; only inner pages get one (one
 //! page in several hundred: 16 above ~13,000 leaves for a million 188-byte rows at 16 KiB),
@@ -118,6 +127,66 @@ impl Routing {
             keys: keys.into(),
             links: links.into(),
         })
+    }
+
+    /// This copy with `key → child` inserted at position `pos` (what a split posts to the
+    /// parent): the copy of the node after that insert, built without decoding the page. The
+    /// children's frame hints are kept; the new child has none yet. `None` if `pos` is past
+    /// the end.
+    pub(crate) fn with_inserted(&self, pos: usize, key: &[u8], child: PageNo) -> Option<Self> {
+        if pos > self.len() {
+            return None;
+        }
+        let key_len = u32::try_from(key.len()).ok()?;
+        let at = match pos.checked_sub(1) {
+            Some(p) => *self.ends.get(p)?,
+            None => 0,
+        } as usize;
+        let mut heads = Vec::with_capacity(self.len() + 1);
+        heads.extend_from_slice(self.heads.get(..pos)?);
+        heads.push(head(key));
+        heads.extend_from_slice(self.heads.get(pos..)?);
+        let mut ends = Vec::with_capacity(self.len() + 1);
+        ends.extend_from_slice(self.ends.get(..pos)?);
+        ends.push(u32::try_from(at).ok()? + key_len);
+        ends.extend(self.ends.get(pos..)?.iter().map(|end| end + key_len));
+        let mut keys = Vec::with_capacity(self.keys.len() + key.len());
+        keys.extend_from_slice(self.keys.get(..at)?);
+        keys.extend_from_slice(key);
+        keys.extend_from_slice(self.keys.get(at..)?);
+        let copy_link = |link: &Link| Link {
+            child: link.child,
+            hint: AtomicU32::new(link.hint.load(Relaxed)),
+        };
+        let mut links = Vec::with_capacity(self.len() + 1);
+        links.extend(self.links.get(..pos)?.iter().map(copy_link));
+        links.push(Link {
+            child,
+            hint: AtomicU32::new(NO_HINT),
+        });
+        links.extend(self.links.get(pos..)?.iter().map(copy_link));
+        Some(Self {
+            level: self.level,
+            heads: heads.into(),
+            ends: ends.into(),
+            keys: keys.into(),
+            links: links.into(),
+        })
+    }
+
+    /// Whether this copy routes as `other` does: same level, keys and children (frame hints
+    /// aside).
+    pub(crate) fn routes_as(&self, other: &Routing) -> bool {
+        self.level == other.level
+            && self.heads == other.heads
+            && self.ends == other.ends
+            && self.keys == other.keys
+            && self.links.len() == other.links.len()
+            && self
+                .links
+                .iter()
+                .zip(other.links.iter())
+                .all(|(a, b)| a.child == b.child)
     }
 
     fn len(&self) -> usize {
@@ -364,6 +433,44 @@ impl BTree {
             upper: routed.upper,
             lower: routed.lower,
         })
+    }
+
+    /// The routed descent with the leaf latched exclusively (a writer's); `None` where it
+    /// cannot be used.
+    pub(crate) fn descend_routed_exclusive(
+        &self,
+        key: &[u8],
+    ) -> Option<barracuda_buffer_pool::ExclusiveGuard<'_>> {
+        let mut routed = self.route_to_leaf(Target::AtLeast(key), false)?;
+        let leaf_id = self.page_id(routed.leaf);
+        let pool = &self.ctx.pool;
+        let parent = routed.parent.take();
+        let hint = parent
+            .as_ref()
+            .and_then(|(p, idx)| p.value::<Routing>()?.hint(*idx));
+        let hinted = match hint {
+            Some(frame) => pool.get_exclusive_at(leaf_id, frame).ok()?,
+            None => None,
+        };
+        let guard = if let Some(guard) = hinted {
+            guard
+        } else {
+            let guard = pool.get_exclusive(leaf_id).ok()?;
+            if let Some((p, idx)) = &parent {
+                if let Some(r) = p.value::<Routing>() {
+                    r.note_child(*idx, guard.frame());
+                }
+            }
+            guard
+        };
+        drop(parent);
+        if !self.route_still_holds(&routed) {
+            return None;
+        }
+        if NodeRef::open(&guard, leaf_id, self).ok()?.level() != 0 {
+            return None;
+        }
+        Some(guard)
     }
 
     /// The routing copy of inner node `node`, latched by `guard`: the attached one if current,

@@ -18,6 +18,7 @@ use crate::held::Held;
 use crate::insert::shortest_separator;
 use crate::mtr::{IndexChange, Mtr};
 use crate::node::{self, NodeMut, NodeRef, Value};
+use crate::routing::Routing;
 use crate::tree::{max_key, BTree};
 use crate::zip::{NodeChange, Placed};
 
@@ -98,6 +99,14 @@ impl BTree {
             let fits = NodeRef::open(&parent, id, self)?.free_space()
                 >= node::record_size(self.ctx.pool.page_size(), separator.len(), child);
             if fits {
+                // The parent's routing copy, if current, is kept current through this insert
+                // (below): otherwise every split would leave it stale, and the next descent
+                // through it would decode the whole parent again.
+                let copy = self
+                    .ctx
+                    .pool
+                    .attached(parent.frame(), id)
+                    .and_then(|a| a.value::<Routing>()?.with_inserted(pos, &separator, right));
                 let change = NodeChange::Insert {
                     pos,
                     key: &separator,
@@ -124,6 +133,13 @@ impl BTree {
                     }
                     let record = child.record(&separator, SysFields::NONE);
                     mtr.describe(&parent, IndexChange::Insert { pos, record })?;
+                }
+                if let Some(copy) = copy {
+                    debug_assert!(
+                        copy.routes_as(&Routing::of(&NodeRef::open(&parent, id, self)?)?),
+                        "a routing copy kept through a split differs from the parent's"
+                    );
+                    parent.attach_final(Box::new(copy));
                 }
                 mtr.changed(parent);
                 return Ok(());

@@ -248,10 +248,11 @@ impl BTree {
     }
 
     /// A reader's descent made for a writer about to change the leaf: routed where the copies
-    /// are current, but a latched descent builds no copy. The change it precedes (a split
-    /// after a full leaf, above all) often makes the parent's copy stale at once, and a copy
-    /// of a full inner node is an allocation and a pass over hundreds of keys: in a sorted
-    /// load that was a tenth of the time per row.
+    /// are current, but a latched descent builds no copy. The change it precedes often makes
+    /// the parent's copy stale at once (a merge or a delete's rebalancing, which do not keep
+    /// it; splits do), and a copy of a full inner node is an allocation and a pass over
+    /// hundreds of keys: in a sorted load, before splits kept copies, that was a tenth of the
+    /// time per row.
     pub(crate) fn descend_to_change(&self, target: Target<'_>) -> Result<LeafAt<'_>> {
         if let Some(leaf) = self.descend_routed(target, false) {
             return Ok(leaf);

@@ -64,10 +64,40 @@ fn a_warm_get_latches_only_the_leaf() {
         gets,
         "one page request (the leaf) per get on a tree of {height} levels"
     );
-    // A split changes the inner nodes above it: the next get on that path descends latched
-    // (more than one request) and the one after is routed again.
-    for n in 0..200 {
+    // A split posts a separator to its parent, and keeps the parent's copy current: the next
+    // get through that parent is still routed. (A parent that splits itself is left with a
+    // stale copy: the puts go on until a leaf splits into a parent with room.)
+    let before_puts = tree.check().unwrap();
+    let (mut leaves, mut inner) = (before_puts.leaf_pages, before_puts.internal_pages);
+    let mut n = 0;
+    loop {
+        assert!(
+            n < 1000,
+            "1000 puts into the first leaves split no leaf alone"
+        );
         tree.put(&k(n * 4 + 1), b"splits the leaves").unwrap();
+        n += 1;
+        let now = tree.check().unwrap();
+        if now.leaf_pages > leaves && now.internal_pages == inner {
+            break;
+        }
+        (leaves, inner) = (now.leaf_pages, now.internal_pages);
+    }
+    let before = pool.stats().page_requests;
+    tree.get(&k((n - 1) * 4 + 1)).unwrap().unwrap();
+    assert_eq!(
+        pool.stats().page_requests - before,
+        1,
+        "the copy was kept through the split"
+    );
+    // A merge removes a separator without keeping the copy: the next get on that path
+    // descends latched (more than one request), and the one after is routed again.
+    let leaves = tree.check().unwrap().leaf_pages;
+    let mut n = 10;
+    while tree.check().unwrap().leaf_pages == leaves {
+        assert!(n < 3000, "3000 deletes merged no leaves");
+        tree.delete(&k(n * 4)).unwrap();
+        n += 1;
     }
     let before = pool.stats().page_requests;
     tree.get(&k(8)).unwrap().unwrap();

@@ -305,6 +305,22 @@ impl<'a> ExclusiveGuard<'a> {
         self.tracker.id
     }
 
+    /// The frame the page is in (a hint for finding it again without the page hash).
+    pub fn frame(&self) -> crate::FrameNo {
+        crate::FrameNo::from_raw(self.tracker.frame)
+    }
+
+    /// Attaches `value` to the frame (as [`SharedGuard::attach`]) after this guard's changes:
+    /// `value` must be derived from the bytes as they will be when the latch is released, so
+    /// call it after the last change made through this guard. The frame's version moved at
+    /// the guard's first change and does not move again before the release (a later guard's
+    /// first change moves it, and the value stops being handed out), so readers get the value
+    /// for exactly the bytes it describes — once they can latch the page, or its children.
+    pub fn attach_final(&self, value: Box<dyn Any + Send + Sync>) {
+        let desc = &self.tracker.inner.frames.frame(self.tracker.frame).desc;
+        desc.attachment.set(self.tracker.id, desc.version(), value);
+    }
+
     /// Writes `lsn` into the page header's LSN field (what a mini-transaction does at commit,
     /// before [`mark_dirty_since`](Self::mark_dirty_since)). The stamp is the log's own
     /// position, not a change the log records, so unlike [`DerefMut`] it captures no

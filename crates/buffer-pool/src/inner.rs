@@ -306,6 +306,37 @@ impl Inner {
         Ok(Some(SharedGuard::new(latch, pin, id, f)))
     }
 
+    /// [`fetch_exclusive`](Self::fetch_exclusive) through a frame hint: `None` when `frame`
+    /// does not hold `id` (nothing is read).
+    pub(crate) fn fetch_exclusive_at(
+        &self,
+        id: PageId,
+        frame: FrameNo,
+    ) -> Result<Option<ExclusiveGuard<'_>>, PoolError> {
+        let f = frame.index();
+        if f as usize >= self.capacity {
+            return Ok(None);
+        }
+        self.frames.prefetch_page(f);
+        let frame = &self.frames.frame(f);
+        let d = &frame.desc;
+        if d.state() != State::Valid || d.page_id() != id {
+            return Ok(None);
+        }
+        d.pin();
+        let pin = Pin::new(d);
+        let latch = frame.latch.write();
+        if d.state() != State::Valid || d.page_id() != id {
+            return Ok(None);
+        }
+        if d.poisoned.load(Relaxed) {
+            return Err(PoolError::PoisonedPage { page: id });
+        }
+        inc(&self.counters.page_requests);
+        self.after_hit(f, id);
+        Ok(Some(ExclusiveGuard::new(self, f, latch, pin, id)))
+    }
+
     /// [`fetch_shared`](Self::fetch_shared) only if it needs no wait: `None` when the page is
     /// not in the pool, is being read, or its latch is held exclusively. For a thread that
     /// holds another page's latch and must not wait for this one (a scan stepping to the right

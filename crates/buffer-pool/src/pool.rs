@@ -93,6 +93,16 @@ impl BufferPool {
         self.inner.fetch_shared_at(id, frame)
     }
 
+    /// [`get_exclusive`](Self::get_exclusive) through a frame hint: `Ok(None)` when `frame`
+    /// does not hold `id` (nothing is read).
+    pub fn get_exclusive_at(
+        &self,
+        id: PageId,
+        frame: FrameNo,
+    ) -> Result<Option<ExclusiveGuard<'_>>, PoolError> {
+        self.inner.fetch_exclusive_at(id, frame)
+    }
+
     /// [`get_shared`](Self::get_shared) only if it can be served at once: `Ok(None)` when the
     /// page is not in the pool (nothing is read), is being read, or is latched exclusively.
     /// For a thread holding another latch that must never wait for this one.
