@@ -117,7 +117,14 @@ impl barracuda_buffer_pool::PageStore for ZipMemStore {
         id: PageId,
         buf: &mut [u8],
     ) -> std::result::Result<(), barracuda_buffer_pool::StoreError> {
-        self.inner.read_page(id, buf)
+        // A page stored as a block is read as the page it holds, as a tablespace reads it: the
+        // pool reads without a block slot when it expected a compressed-only copy that another
+        // thread took meanwhile.
+        let mut block = vec![0; self.zip_spaces.get(&id.space_id).copied().unwrap_or(0)];
+        if block.is_empty() {
+            return self.inner.read_page(id, buf);
+        }
+        self.read_page_with_block(id, buf, &mut block).map(|_| ())
     }
 
     fn write_pages(

@@ -10,7 +10,10 @@ use crate::StoreError;
 /// The pool calls it without holding any pool-wide lock; a page being read is X-latched, a page
 /// being written is S-latched (readers continue).
 pub trait PageStore: Send + Sync + 'static {
-    /// Reads page `id` into `buf` (exactly `page_size` bytes), verifying it (checksum etc.).
+    /// Reads page `id` into `buf` (exactly `page_size` bytes), verifying it (checksum etc.). A
+    /// page of a row-compressed space stored as a block is read as the page it holds,
+    /// decompressed: the pool reads such a page without a block slot when the compressed-only
+    /// copy it meant to use was taken by another thread meanwhile.
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<(), StoreError>;
 
     /// Writes a batch of page images (the store seals/compresses a copy; the frames are S-latched
