@@ -29,6 +29,7 @@ mod error;
 pub mod faulty;
 mod file;
 mod fs;
+mod mapped_reads;
 mod mem_file;
 mod options;
 mod probe;

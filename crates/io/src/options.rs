@@ -16,6 +16,8 @@ pub struct OpenOptions {
     pub(crate) truncate: bool,
     pub(crate) read_only: bool,
     pub(crate) direct: bool,
+    /// Set by `mapped_reads(false)`: the default (false) maps.
+    pub(crate) no_mapped_reads: bool,
 }
 
 impl OpenOptions {
@@ -54,6 +56,16 @@ impl OpenOptions {
     /// InnoDB: `innodb_flush_method = O_DIRECT`.
     pub fn direct(mut self, yes: bool) -> Self {
         self.direct = yes;
+        self
+    }
+
+    /// Serve page-sized reads of a buffered file by copying from a read-only shared mapping
+    /// of it instead of `pread` (the same page-cache memory, without the system call; see
+    /// [`StdFile`](crate::StdFile)). Default = true; never with O_DIRECT. The mapping's one
+    /// hazard: another process truncating the file while a read copies from it raises
+    /// `SIGBUS` in this one.
+    pub fn mapped_reads(mut self, yes: bool) -> Self {
+        self.no_mapped_reads = !yes;
         self
     }
 

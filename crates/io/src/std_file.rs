@@ -11,6 +11,7 @@ use crate::aligned::DIRECT_IO_ALIGN;
 use crate::atomic::{AtomicTarget, AtomicUnits};
 use crate::error::{IoError, Op, Result};
 use crate::file::{PageFile, PunchOutcome};
+use crate::mapped_reads::MappedReads;
 use crate::options::OpenOptions;
 use crate::punch::HoleSwitch;
 use crate::sys;
@@ -28,6 +29,9 @@ pub struct StdFile {
     /// `stx_blksize`, or 512 when unknown.
     block_size: u32,
     holes: HoleSwitch,
+    /// Reads served from a mapping (`mapped_reads.rs`); `None` with O_DIRECT or when not
+    /// asked for.
+    mapped: Option<MappedReads>,
 }
 
 impl StdFile {
@@ -57,6 +61,15 @@ impl StdFile {
         } else {
             1
         };
+        let mapped = if opts.direct || opts.no_mapped_reads {
+            None
+        } else {
+            let len = file
+                .metadata()
+                .map_err(|e| IoError::new(Op::Stat, path, 0, 0, e))?
+                .len();
+            Some(MappedReads::new(file.as_raw_fd(), len))
+        };
         Ok(StdFile {
             file,
             path: path.to_path_buf(),
@@ -67,6 +80,7 @@ impl StdFile {
             }),
             block_size: info.block_size.unwrap_or(crate::file::UNKNOWN_BLOCK_SIZE),
             holes: HoleSwitch::default(),
+            mapped,
         })
     }
 
@@ -79,6 +93,12 @@ impl StdFile {
     /// when it has no untorn writes; the longest is [`PageFile::atomic_write_unit`].
     pub fn atomic_write_unit_min(&self) -> Option<u32> {
         self.atomic_units.map(|u| u.min)
+    }
+
+    /// Whether page-sized reads are being served from a mapping of the file
+    /// ([`OpenOptions::mapped_reads`]); false until the first such read maps it.
+    pub fn reads_mapped(&self) -> bool {
+        self.mapped.as_ref().is_some_and(MappedReads::is_mapped)
     }
 
     /// The underlying `std::fs::File`.
@@ -135,6 +155,11 @@ impl AsFd for StdFile {
 impl PageFile for StdFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.check_aligned(Op::Read, buf.as_ptr(), buf.len(), offset)?;
+        if let Some(mapped) = &self.mapped {
+            if mapped.read(buf, offset) {
+                return Ok(());
+            }
+        }
         let mut done = 0;
         while done < buf.len() {
             let Some(rest) = buf.get_mut(done..) else {
@@ -158,6 +183,9 @@ impl PageFile for StdFile {
                 }
             }
         }
+        if let Some(mapped) = &self.mapped {
+            mapped.note_len_at_least(offset + buf.len() as u64);
+        }
         Ok(())
     }
 
@@ -165,7 +193,11 @@ impl PageFile for StdFile {
         self.check_aligned(Op::Write, buf.as_ptr(), buf.len(), offset)?;
         self.file
             .write_all_at(buf, offset)
-            .map_err(|e| IoError::new(Op::Write, &self.path, offset, buf.len() as u64, e))
+            .map_err(|e| IoError::new(Op::Write, &self.path, offset, buf.len() as u64, e))?;
+        if let Some(mapped) = &self.mapped {
+            mapped.note_len_at_least(offset + buf.len() as u64);
+        }
+        Ok(())
     }
 
     fn write_atomic_at(&self, buf: &[u8], offset: u64) -> Result<()> {
@@ -209,9 +241,21 @@ impl PageFile for StdFile {
     }
 
     fn set_len(&self, len: u64) -> Result<()> {
-        self.file
-            .set_len(len)
-            .map_err(|e| IoError::new(Op::SetLen, &self.path, len, 0, e))
+        let truncate = || {
+            self.file
+                .set_len(len)
+                .map_err(|e| IoError::new(Op::SetLen, &self.path, len, 0, e))
+        };
+        match &self.mapped {
+            // Shorter than reads may already copy from: the mapping is taken out first.
+            Some(mapped) if len < mapped.known_len() => mapped.shrink(len, truncate),
+            Some(mapped) => {
+                truncate()?;
+                mapped.note_len_at_least(len);
+                Ok(())
+            }
+            None => truncate(),
+        }
     }
 
     fn len(&self) -> Result<u64> {
