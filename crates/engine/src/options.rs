@@ -67,6 +67,7 @@ pub struct EngineOptions {
     pub(crate) flush_threads: Option<usize>,
     pub(crate) create_if_missing: bool,
     pub(crate) io_backend: barracuda_io::Backend,
+    pub(crate) mapped_reads: bool,
     pub(crate) file_system: Option<Arc<dyn FileSystem>>,
     pub(crate) recovery_progress: Option<Arc<RecoveryProgress>>,
     pub(crate) lock_wait_timeout: Duration,
@@ -92,6 +93,7 @@ impl Default for EngineOptions {
             flush_threads: None,
             create_if_missing: true,
             io_backend: barracuda_io::Backend::Std,
+            mapped_reads: true,
             file_system: None,
             recovery_progress: None,
             lock_wait_timeout: Duration::from_secs(50),
@@ -274,6 +276,19 @@ impl EngineOptions {
         self
     }
 
+    /// Whether the default back end serves page reads by copying out of a read-only shared
+    /// mapping of each file instead of `pread` (the same page-cache bytes without the system
+    /// call: a pool miss served from the page cache ~15 % faster). Default = true. Its one
+    /// hazard: another process truncating a database file while the engine runs raises
+    /// `SIGBUS` in this one (the engine never shrinks its files itself, and its `LOCK` keeps
+    /// other engines out); `false` rules that out. Unused with O_DIRECT, io_uring or a
+    /// [`file_system`](Self::file_system) of the caller's.
+    #[must_use]
+    pub fn mapped_reads(mut self, yes: bool) -> Self {
+        self.mapped_reads = yes;
+        self
+    }
+
     /// The file system every database file is opened, created, checked and removed through.
     /// Default: the operating system's ([`OsFileSystem`](crate::fs::OsFileSystem) on the
     /// [`io_backend`](Self::io_backend)); setting one makes `io_backend` unused.
@@ -303,7 +318,7 @@ impl EngineOptions {
     pub(crate) fn resolved_file_system(&self) -> Arc<dyn FileSystem> {
         match &self.file_system {
             Some(fs) => fs.clone(),
-            None => Arc::new(OsFileSystem::new(self.io_backend)),
+            None => Arc::new(OsFileSystem::new(self.io_backend).mapped_reads(self.mapped_reads)),
         }
     }
 }

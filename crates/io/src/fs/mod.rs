@@ -60,12 +60,27 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OsFileSystem {
     backend: Backend,
+    /// Set by `mapped_reads(false)`: every file opened without mapped reads.
+    no_mapped_reads: bool,
 }
 
 impl OsFileSystem {
-    /// The real file system, opening page files on `backend`.
+    /// The real file system, opening page files on `backend` (with mapped reads where the back
+    /// end has them, see [`OpenOptions::mapped_reads`]).
     pub fn new(backend: Backend) -> Self {
-        OsFileSystem { backend }
+        OsFileSystem {
+            backend,
+            no_mapped_reads: false,
+        }
+    }
+
+    /// Whether buffered files serve page reads from a mapping ([`OpenOptions::mapped_reads`]);
+    /// `false` opens every file with `mapped_reads(false)`, whatever the caller asked. Default
+    /// = true.
+    #[must_use]
+    pub fn mapped_reads(mut self, yes: bool) -> Self {
+        self.no_mapped_reads = !yes;
+        self
     }
 
     /// The back end page files are opened on.
@@ -81,6 +96,9 @@ fn path_error(op: Op, path: &Path, source: io::Error) -> IoError {
 
 impl FileSystem for OsFileSystem {
     fn open(&self, path: &Path, opts: &OpenOptions) -> Result<Arc<dyn PageFile>> {
+        if self.no_mapped_reads {
+            return open_file(path, &opts.mapped_reads(false), self.backend);
+        }
         open_file(path, opts, self.backend)
     }
 
