@@ -141,3 +141,24 @@ fn mapped_reads_can_be_turned_off() {
     assert_eq!(read(&file, 0), page_of(0, 1));
     assert!(!file.reads_mapped());
 }
+
+#[test]
+fn a_punched_range_reads_as_zeros_through_the_mapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = open(&dir.path().join("f"));
+    for n in 0..4 {
+        file.write_at(&page_of(n, 7), n * PAGE as u64).unwrap();
+    }
+    assert_eq!(read(&file, 1), page_of(1, 7));
+    assert!(file.reads_mapped());
+    match file.punch_hole(PAGE as u64 + 4096, 8192).unwrap() {
+        barracuda_io::PunchOutcome::Punched => {
+            let mut want = page_of(1, 7);
+            want[4096..4096 + 8192].fill(0);
+            assert_eq!(read(&file, 1), want, "the hole reads as zeros, no fault");
+        }
+        // A file system without holes: the page is as written.
+        barracuda_io::PunchOutcome::Unsupported => assert_eq!(read(&file, 1), page_of(1, 7)),
+    }
+    assert_eq!(read(&file, 2), page_of(2, 7));
+}
