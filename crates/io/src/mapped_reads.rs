@@ -68,7 +68,10 @@ pub(crate) struct MappedReads {
     window: ArcSwapOption<Window>,
     /// The file length this handle knows: reads below it may use the window.
     known_len: AtomicU64,
-    /// Serialises window replacement and shrinking.
+    /// Bumped before and after every `set_len`: a length learnt from an I/O that overlapped
+    /// one is not trusted.
+    epoch: AtomicU64,
+    /// Serialises window replacement, `set_len` and raising the known length.
     remap: Mutex<()>,
     /// `mmap` refused once (address space exhausted, a file system without mmap): `pread` only.
     refused: AtomicBool,
@@ -90,6 +93,7 @@ impl MappedReads {
             fd,
             window: ArcSwapOption::empty(),
             known_len: AtomicU64::new(len),
+            epoch: AtomicU64::new(0),
             remap: Mutex::new(()),
             refused: AtomicBool::new(false),
         }
@@ -111,6 +115,9 @@ impl MappedReads {
             return false;
         }
         if guard.as_ref().is_none_or(|w| end > w.len) {
+            // Let go of the old window before waiting for `remap`: a shrink holding it waits
+            // for every guard of the window it took out.
+            drop(guard);
             if !self.grow(end) {
                 return false;
             }
@@ -139,31 +146,55 @@ impl MappedReads {
         true
     }
 
-    /// The file length this handle knows.
-    pub(crate) fn known_len(&self) -> u64 {
-        self.known_len.load(Ordering::Acquire)
+    /// The current length epoch: take it before an I/O whose outcome will be reported to
+    /// [`note_len`](Self::note_len).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
     }
 
-    /// The file is now at least `len` long (a write or a `pread` reached there).
-    pub(crate) fn note_len_at_least(&self, len: u64) {
-        self.known_len.fetch_max(len, Ordering::AcqRel);
-    }
-
-    /// Runs `truncate` (which makes the file `len` long, shorter than before) so that no read
-    /// copies from the mapping past `len` while or after it runs.
-    pub(crate) fn shrink<T>(&self, len: u64, truncate: impl FnOnce() -> T) -> T {
+    /// A write or a `pread` that started at `epoch` reached `end`: the file is at least that
+    /// long — unless a `set_len` ran meanwhile, which may have cut it (the I/O and the
+    /// truncate are not ordered), so then nothing is learnt.
+    pub(crate) fn note_len(&self, end: u64, epoch: u64) {
+        if end <= self.known_len.load(Ordering::Acquire) {
+            return;
+        }
         let _remap = self.remap.lock();
-        self.known_len.store(len, Ordering::Release);
-        // Readers that loaded the window before this swap hold it (arc-swap pays their debts
-        // on `swap`, so each counts in the `Arc`); wait until they have copied.
-        if let Some(old) = self.window.swap(None) {
-            while Arc::strong_count(&old) > 1 {
-                std::thread::yield_now();
+        if self.epoch.load(Ordering::Acquire) == epoch {
+            self.known_len.fetch_max(end, Ordering::AcqRel);
+        }
+    }
+
+    /// Runs `truncate`, which makes the file `len` long, so that no read copies from the
+    /// mapping past `len` while or after it runs, and no I/O that overlapped it raises the
+    /// known length past what it left.
+    pub(crate) fn set_len<T, E>(
+        &self,
+        len: u64,
+        truncate: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        let _remap = self.remap.lock();
+        // An I/O that started before this point notes nothing (its epoch is older), nor does
+        // one that starts before the truncate ends (the second bump, below, comes first: notes
+        // take this lock).
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        if len < self.known_len.load(Ordering::Acquire) {
+            self.known_len.store(len, Ordering::Release);
+            // Readers that loaded the window before this swap hold it (arc-swap pays their
+            // debts on `swap`, so each counts in the `Arc`); wait until they have copied.
+            if let Some(old) = self.window.swap(None) {
+                while Arc::strong_count(&old) > 1 {
+                    std::thread::yield_now();
+                }
             }
         }
-        // Whatever the truncate did, `known_len` stays at `len` or below until a write or a
-        // `pread` shows more.
-        truncate()
+        let out = truncate();
+        if out.is_ok() {
+            // Exactly `len` now; writes that extend it from here on say so themselves.
+            self.known_len.store(len, Ordering::Release);
+        }
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        out
     }
 
     /// Makes the window cover `end`; `false` if no mapping can be had.

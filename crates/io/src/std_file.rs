@@ -160,6 +160,7 @@ impl PageFile for StdFile {
                 return Ok(());
             }
         }
+        let epoch = self.mapped.as_ref().map(MappedReads::epoch);
         let mut done = 0;
         while done < buf.len() {
             let Some(rest) = buf.get_mut(done..) else {
@@ -183,19 +184,20 @@ impl PageFile for StdFile {
                 }
             }
         }
-        if let Some(mapped) = &self.mapped {
-            mapped.note_len_at_least(offset + buf.len() as u64);
+        if let (Some(mapped), Some(epoch)) = (&self.mapped, epoch) {
+            mapped.note_len(offset + buf.len() as u64, epoch);
         }
         Ok(())
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         self.check_aligned(Op::Write, buf.as_ptr(), buf.len(), offset)?;
+        let epoch = self.mapped.as_ref().map(MappedReads::epoch);
         self.file
             .write_all_at(buf, offset)
             .map_err(|e| IoError::new(Op::Write, &self.path, offset, buf.len() as u64, e))?;
-        if let Some(mapped) = &self.mapped {
-            mapped.note_len_at_least(offset + buf.len() as u64);
+        if let (Some(mapped), Some(epoch)) = (&self.mapped, epoch) {
+            mapped.note_len(offset + buf.len() as u64, epoch);
         }
         Ok(())
     }
@@ -247,13 +249,8 @@ impl PageFile for StdFile {
                 .map_err(|e| IoError::new(Op::SetLen, &self.path, len, 0, e))
         };
         match &self.mapped {
-            // Shorter than reads may already copy from: the mapping is taken out first.
-            Some(mapped) if len < mapped.known_len() => mapped.shrink(len, truncate),
-            Some(mapped) => {
-                truncate()?;
-                mapped.note_len_at_least(len);
-                Ok(())
-            }
+            // Shorter than reads may copy from: the mapping is taken out first.
+            Some(mapped) => mapped.set_len(len, truncate),
             None => truncate(),
         }
     }

@@ -162,3 +162,38 @@ fn a_punched_range_reads_as_zeros_through_the_mapping() {
     }
     assert_eq!(read(&file, 2), page_of(2, 7));
 }
+
+#[test]
+fn shrinks_race_reads_that_need_a_larger_window() {
+    // A reader whose window is too small for its read must let go of it before it waits to
+    // map a larger one: a shrink holding the remap lock waits for every holder of the window it
+    // took out. (Had the reader kept it, this test would hang.)
+    const FAR: u64 = (590 << 20) / PAGE as u64;
+    let dir = tempfile::tempdir().unwrap();
+    let file = open(&dir.path().join("f"));
+    file.write_at(&page_of(0, 1), 0).unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            let (file, stop) = (&file, &stop);
+            s.spawn(move || {
+                let mut buf = vec![0; PAGE];
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    // A small window first, then a read past it.
+                    file.read_at(&mut buf, 0).unwrap();
+                    assert_eq!(buf, page_of(0, 1));
+                    // Racing the write and the truncates of this very page, the read may
+                    // fail (past the end) or see any mix of old and new bytes: what it must
+                    // not do is fault or hang.
+                    let _ = file.read_at(&mut buf, FAR * PAGE as u64);
+                }
+            });
+        }
+        for _ in 0..300 {
+            file.set_len((FAR + 1) * PAGE as u64).unwrap();
+            file.write_at(&page_of(FAR, 2), FAR * PAGE as u64).unwrap();
+            file.set_len(PAGE as u64).unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+}
