@@ -397,37 +397,14 @@ impl BTree {
         target: Target<'_>,
         with_fences: bool,
     ) -> Option<LeafAt<'_>> {
-        let mut routed = self.route_to_leaf(target, with_fences)?;
-        let leaf_id = self.page_id(routed.leaf);
         let pool = &self.ctx.pool;
-        let parent = routed.parent.take();
-        let hint = parent
-            .as_ref()
-            .and_then(|(p, idx)| p.value::<Routing>()?.hint(*idx));
-        // An error here may come from a stale route (a page freed since): the latched descent
-        // that follows reports the error if it is real.
-        let hinted = match hint {
-            Some(frame) => pool.get_shared_at(leaf_id, frame).ok()?,
-            None => None,
-        };
-        let guard = if let Some(guard) = hinted {
-            guard
-        } else {
-            let guard = pool.get_shared(leaf_id).ok()?;
-            if let Some((p, idx)) = &parent {
-                if let Some(r) = p.value::<Routing>() {
-                    r.note_child(*idx, guard.stamp().frame());
-                }
-            }
-            guard
-        };
-        drop(parent);
-        if !self.route_still_holds(&routed) {
-            return None;
-        }
-        if NodeRef::open(&guard, leaf_id, self).ok()?.level() != 0 {
-            return None;
-        }
+        let mut routed = self.route_to_leaf(target, with_fences)?;
+        let guard = self.latch_routed_leaf(
+            &mut routed,
+            |id, frame| pool.get_shared_at(id, frame),
+            |id| pool.get_shared(id),
+            |guard| guard.stamp().frame(),
+        )?;
         Some(LeafAt {
             guard,
             upper: routed.upper,
@@ -441,30 +418,50 @@ impl BTree {
         &self,
         key: &[u8],
     ) -> Option<barracuda_buffer_pool::ExclusiveGuard<'_>> {
-        let mut routed = self.route_to_leaf(Target::AtLeast(key), false)?;
-        let leaf_id = self.page_id(routed.leaf);
         let pool = &self.ctx.pool;
+        let mut routed = self.route_to_leaf(Target::AtLeast(key), false)?;
+        self.latch_routed_leaf(
+            &mut routed,
+            |id, frame| pool.get_exclusive_at(id, frame),
+            |id| pool.get_exclusive(id),
+            barracuda_buffer_pool::ExclusiveGuard::frame,
+        )
+    }
+
+    /// Latches the leaf `routed` ends at — through its frame hint (`by_hint`) when the parent's
+    /// copy has one, else by a lookup (`by_lookup`), noting the frame in the copy — then checks
+    /// that the route still holds and that the page is a leaf. An error is a `None`: it may come
+    /// from a stale route (a page freed since), and the latched descent that follows reports
+    /// it if it is real.
+    fn latch_routed_leaf<G: std::ops::Deref<Target = [u8]>, E>(
+        &self,
+        routed: &mut Routed,
+        by_hint: impl FnOnce(barracuda_page::PageId, FrameNo) -> std::result::Result<Option<G>, E>,
+        by_lookup: impl FnOnce(barracuda_page::PageId) -> std::result::Result<G, E>,
+        frame_of: impl FnOnce(&G) -> FrameNo,
+    ) -> Option<G> {
+        let leaf_id = self.page_id(routed.leaf);
         let parent = routed.parent.take();
         let hint = parent
             .as_ref()
             .and_then(|(p, idx)| p.value::<Routing>()?.hint(*idx));
         let hinted = match hint {
-            Some(frame) => pool.get_exclusive_at(leaf_id, frame).ok()?,
+            Some(frame) => by_hint(leaf_id, frame).ok()?,
             None => None,
         };
         let guard = if let Some(guard) = hinted {
             guard
         } else {
-            let guard = pool.get_exclusive(leaf_id).ok()?;
+            let guard = by_lookup(leaf_id).ok()?;
             if let Some((p, idx)) = &parent {
                 if let Some(r) = p.value::<Routing>() {
-                    r.note_child(*idx, guard.frame());
+                    r.note_child(*idx, frame_of(&guard));
                 }
             }
             guard
         };
         drop(parent);
-        if !self.route_still_holds(&routed) {
+        if !self.route_still_holds(routed) {
             return None;
         }
         if NodeRef::open(&guard, leaf_id, self).ok()?.level() != 0 {

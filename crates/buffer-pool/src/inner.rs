@@ -21,7 +21,7 @@ use crate::attach::FrameNo;
 use crate::config::{effective_scan_depth, old_ratio_of_pct};
 use crate::descriptor::State;
 use crate::flush_list::FlushList;
-use crate::frame::Frames;
+use crate::frame::{Frame, Frames};
 use crate::free_list::FreeList;
 use crate::guard::{ExclusiveGuard, Pin, SharedGuard};
 use crate::lru::{Lru, OldFlags, NIL, OLD_RATIO_DIV};
@@ -280,30 +280,9 @@ impl Inner {
         id: PageId,
         frame: FrameNo,
     ) -> Result<Option<SharedGuard<'_>>, PoolError> {
-        let f = frame.index();
-        if f as usize >= self.capacity {
-            return Ok(None);
-        }
-        // The page's loads start beside the descriptor's (as a hash lookup does).
-        self.frames.prefetch_page(f);
-        let frame = &self.frames.frame(f);
-        let d = &frame.desc;
-        // Not worth a pin if it already shows another page.
-        if d.state() != State::Valid || d.page_id() != id {
-            return Ok(None);
-        }
-        d.pin();
-        let pin = Pin::new(d);
-        let latch = frame.latch.read();
-        if d.state() != State::Valid || d.page_id() != id {
-            return Ok(None);
-        }
-        if d.poisoned.load(Relaxed) {
-            return Err(PoolError::PoisonedPage { page: id });
-        }
-        inc(&self.counters.page_requests);
-        self.after_hit(f, id);
-        Ok(Some(SharedGuard::new(latch, pin, id, f)))
+        Ok(self
+            .latch_at(id, frame, |frame| frame.latch.read())?
+            .map(|(f, pin, latch)| SharedGuard::new(latch, pin, id, f)))
     }
 
     /// [`fetch_exclusive`](Self::fetch_exclusive) through a frame hint: `None` when `frame`
@@ -313,19 +292,35 @@ impl Inner {
         id: PageId,
         frame: FrameNo,
     ) -> Result<Option<ExclusiveGuard<'_>>, PoolError> {
+        Ok(self
+            .latch_at(id, frame, |frame| frame.latch.write())?
+            .map(|(f, pin, latch)| ExclusiveGuard::new(self, f, latch, pin, id)))
+    }
+
+    /// The hinted fetches' common part: pins `frame` and takes its latch with `latch` if it
+    /// holds `id` (checked before the pin and again under the latch), counting the hit.
+    #[inline]
+    fn latch_at<'a, L>(
+        &'a self,
+        id: PageId,
+        frame: FrameNo,
+        latch: impl FnOnce(&'a Frame) -> L,
+    ) -> Result<Option<(u32, Pin<'a>, L)>, PoolError> {
         let f = frame.index();
         if f as usize >= self.capacity {
             return Ok(None);
         }
+        // The page's loads start beside the descriptor's (as a hash lookup does).
         self.frames.prefetch_page(f);
-        let frame = &self.frames.frame(f);
+        let frame = self.frames.frame(f);
         let d = &frame.desc;
+        // Not worth a pin if it already shows another page.
         if d.state() != State::Valid || d.page_id() != id {
             return Ok(None);
         }
         d.pin();
         let pin = Pin::new(d);
-        let latch = frame.latch.write();
+        let latch = latch(frame);
         if d.state() != State::Valid || d.page_id() != id {
             return Ok(None);
         }
@@ -334,7 +329,7 @@ impl Inner {
         }
         inc(&self.counters.page_requests);
         self.after_hit(f, id);
-        Ok(Some(ExclusiveGuard::new(self, f, latch, pin, id)))
+        Ok(Some((f, pin, latch)))
     }
 
     /// [`fetch_shared`](Self::fetch_shared) only if it needs no wait: `None` when the page is
