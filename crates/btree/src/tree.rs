@@ -11,6 +11,7 @@ use crate::error::{BTreeError, Result};
 use crate::mtr::{LogSink, Mtr};
 use crate::node::{self, NodeMut, NodeRef, Value};
 use crate::overflow;
+use crate::routing::LeafPlace;
 
 /// What every tree of an engine shares: the pool, the page allocator and the log.
 ///
@@ -87,6 +88,8 @@ pub(crate) struct LeafAt<'a> {
     pub(crate) upper: Option<Vec<u8>>,
     /// Every key in the leaf is `>= lower` (the separator that routed to it), if any.
     pub(crate) lower: Option<Vec<u8>>,
+    /// The leaf's place under its parent's routing copy, when a routed descent found it.
+    pub(crate) place: Option<LeafPlace>,
 }
 
 impl BTree {
@@ -290,6 +293,7 @@ impl BTree {
                     guard,
                     upper,
                     lower,
+                    place: None,
                 });
             }
             let idx = node.route(target)?;

@@ -6,7 +6,8 @@
 //! for a thread that does: a writer needs the exclusive latch the closure's thread is holding.
 //!
 //! The scan steps from a leaf to its right sibling while still holding the leaf (so the link it
-//! follows cannot change under it), but only with [`BufferPool::try_get_shared`]: a writer
+//! follows cannot change under it), but only without waiting ([`BufferPool::try_get_shared`],
+//! or its twin through the frame hint of the parent's routing copy, `routing.rs`): a writer
 //! rebalancing two leaves may latch them right to left under their exclusively latched parent
 //! (`delete.rs`), so waiting for the right sibling while holding the left one could deadlock.
 //! When the sibling is latched, or not in the pool, the scan lets go and descends again from the
@@ -154,6 +155,7 @@ impl BTree {
             // Every key of the leaf the descent found is below this fence, and every key from
             // it on is in the leaves after (unknown for a leaf reached by its sibling link).
             let mut fence = leaf.upper;
+            let mut place = leaf.place;
             let mut at_entry = true;
             loop {
                 let id = guard.page_id();
@@ -188,7 +190,7 @@ impl BTree {
                     buf.extend_from_slice(node.key(last)?);
                 }
                 // Latched while this leaf is still held: `next` is its right sibling now.
-                let Some(sibling) = self.ctx.pool.try_get_shared(self.page_id(next))? else {
+                let Some(sibling) = self.try_latch_right_sibling(&mut place, next)? else {
                     // Descend again (reading the next leaf in if it is not in the pool): from
                     // the fence, if this leaf came from a descent — everything below it was
                     // here — else past the last key visited, which finds a leaf with a fence.

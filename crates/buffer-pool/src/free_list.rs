@@ -38,6 +38,12 @@ impl FreeList {
         len_mirror.store(self.len(), Relaxed);
     }
 
+    /// The first frame never handed out (the capacity once every frame has been): frames
+    /// from here on are untouched memory, handed out in ascending order.
+    pub(crate) fn frontier(&self) -> usize {
+        self.never_used.start as usize
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.freed.len() + self.never_used.len()
     }

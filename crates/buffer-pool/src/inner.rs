@@ -119,6 +119,8 @@ pub(crate) struct Inner {
     /// Eager: wake the manager when the free list is shorter than this.
     pub(crate) eager_low_watermark: AtomicUsize,
     pub(crate) read_ahead: ReadAheadQueue,
+    /// The frame prefaulter's state (`prefault.rs`).
+    pub(crate) prefault: crate::prefault::Prefault,
     /// Set when a half-done change is in memory: no page is written any more (`poison.rs`).
     pub(crate) write_stop: crate::poison::WriteStop,
     /// The allocator of compressed pages' blocks (`zip.rs`).
@@ -194,6 +196,7 @@ impl Inner {
             frames_taken: AtomicU64::new(0),
             eager_low_watermark: AtomicUsize::new((depth / 16).max(1)),
             read_ahead: ReadAheadQueue::new(),
+            prefault: crate::prefault::Prefault::new(),
             write_stop: crate::poison::WriteStop::default(),
             zip: crate::zip::new_allocator(config.page_size),
             zip_whole_frames: AtomicUsize::new(0),
@@ -281,7 +284,19 @@ impl Inner {
         frame: FrameNo,
     ) -> Result<Option<SharedGuard<'_>>, PoolError> {
         Ok(self
-            .latch_at(id, frame, |frame| frame.latch.read())?
+            .latch_at(id, frame, |frame| Some(frame.latch.read()))?
+            .map(|(f, pin, latch)| SharedGuard::new(latch, pin, id, f)))
+    }
+
+    /// [`try_fetch_shared`](Self::try_fetch_shared) through a frame hint: `None` when `frame`
+    /// does not hold `id` or its latch is held exclusively (nothing is read, nothing waited for).
+    pub(crate) fn try_fetch_shared_at(
+        &self,
+        id: PageId,
+        frame: FrameNo,
+    ) -> Result<Option<SharedGuard<'_>>, PoolError> {
+        Ok(self
+            .latch_at(id, frame, |frame| frame.latch.try_read())?
             .map(|(f, pin, latch)| SharedGuard::new(latch, pin, id, f)))
     }
 
@@ -293,18 +308,19 @@ impl Inner {
         frame: FrameNo,
     ) -> Result<Option<ExclusiveGuard<'_>>, PoolError> {
         Ok(self
-            .latch_at(id, frame, |frame| frame.latch.write())?
+            .latch_at(id, frame, |frame| Some(frame.latch.write()))?
             .map(|(f, pin, latch)| ExclusiveGuard::new(self, f, latch, pin, id)))
     }
 
     /// The hinted fetches' common part: pins `frame` and takes its latch with `latch` if it
-    /// holds `id` (checked before the pin and again under the latch), counting the hit.
+    /// holds `id` (checked before the pin and again under the latch), counting the hit. `None`
+    /// when it does not hold `id`, or `latch` gave no latch.
     #[inline]
     fn latch_at<'a, L>(
         &'a self,
         id: PageId,
         frame: FrameNo,
-        latch: impl FnOnce(&'a Frame) -> L,
+        latch: impl FnOnce(&'a Frame) -> Option<L>,
     ) -> Result<Option<(u32, Pin<'a>, L)>, PoolError> {
         let f = frame.index();
         if f as usize >= self.capacity {
@@ -320,7 +336,9 @@ impl Inner {
         }
         d.pin();
         let pin = Pin::new(d);
-        let latch = latch(frame);
+        let Some(latch) = latch(frame) else {
+            return Ok(None);
+        };
         if d.state() != State::Valid || d.page_id() != id {
             return Ok(None);
         }
@@ -621,7 +639,12 @@ impl Inner {
         if self.free_len.load(Relaxed) == 0 {
             return None;
         }
-        self.free.lock().pop(&self.free_len)
+        let (frame, frontier) = {
+            let mut free = self.free.lock();
+            (free.pop(&self.free_len), free.frontier())
+        };
+        self.prefault.note_frontier(frontier);
+        frame
     }
 
     /// Puts frame `f` (`Free`, in no list) on the free list.

@@ -52,6 +52,7 @@ mod page_hash;
 mod poison;
 mod policy;
 mod pool;
+mod prefault;
 mod read_ahead;
 mod reservation;
 mod stats;

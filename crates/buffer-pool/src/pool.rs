@@ -13,8 +13,8 @@ use crate::inner::Inner;
 use crate::reservation::FrameReservation;
 use crate::stats::PoolStats;
 use crate::{
-    manager, read_ahead, ExclusiveGuard, FreePagePolicy, PageStore, PoolConfig, PoolError,
-    ReadAhead, SharedGuard,
+    manager, prefault, read_ahead, ExclusiveGuard, FreePagePolicy, PageStore, PoolConfig,
+    PoolError, ReadAhead, SharedGuard,
 };
 
 /// A buffer pool: a fixed set of page frames caching the pages of a [`PageStore`], with an LRU
@@ -44,7 +44,8 @@ impl std::fmt::Debug for BufferPool {
 impl BufferPool {
     /// Reserves every frame (page-size aligned, once; memory is backed as frames are first
     /// used, so this takes milliseconds whatever the capacity) and starts the background LRU
-    /// manager and read-ahead threads.
+    /// manager, read-ahead and frame prefault threads (`prefault.rs`: the next frames to be
+    /// used are backed ahead of use, at most 64 MiB ahead).
     ///
     /// Errors: [`PoolError::InvalidConfig`] if the capacity is below 16 pages;
     /// [`PoolError::FrameMemory`] if the frames' address space cannot be reserved;
@@ -73,6 +74,12 @@ impl BufferPool {
             .spawn(move || read_ahead::run(&r))
             .map_err(PoolError::Thread)?;
         pool.threads.lock().push(reader);
+        let p = Arc::clone(&inner);
+        let prefaulter = std::thread::Builder::new()
+            .name("bp-prefault".into())
+            .spawn(move || prefault::run(&p))
+            .map_err(PoolError::Thread)?;
+        pool.threads.lock().push(prefaulter);
         Ok(pool)
     }
 
@@ -108,6 +115,17 @@ impl BufferPool {
     /// For a thread holding another latch that must never wait for this one.
     pub fn try_get_shared(&self, id: PageId) -> Result<Option<SharedGuard<'_>>, PoolError> {
         self.inner.try_fetch_shared(id)
+    }
+
+    /// [`try_get_shared`](Self::try_get_shared) through a frame hint instead of the page hash:
+    /// `Ok(None)` when `frame` does not hold page `id` now or its latch is held exclusively;
+    /// never reads, never waits for a latch.
+    pub fn try_get_shared_at(
+        &self,
+        id: PageId,
+        frame: FrameNo,
+    ) -> Result<Option<SharedGuard<'_>>, PoolError> {
+        self.inner.try_fetch_shared_at(id, frame)
     }
 
     /// The value attached to page `id` in `frame` ([`SharedGuard::attach`]), if the frame still
@@ -276,6 +294,7 @@ impl BufferPool {
         stats.capacity_pages = inner.capacity;
         stats.policy = inner.policy();
         stats.pending_read_ahead = inner.read_ahead.pending.load(Relaxed);
+        stats.frames_prefaulted = inner.prefault.frames_populated.load(Relaxed);
         stats.lru_scan_depth = inner.scan_depth();
         // The ratio is pct × 1024 / 100 rounded down, so rounding up gives the percent back.
         stats.old_blocks_pct = (inner.old_ratio.load(Relaxed) * 100).div_ceil(1024);
@@ -306,6 +325,7 @@ impl BufferPool {
         self.inner.shutdown.store(true, SeqCst);
         self.inner.manager.notify_shutdown();
         self.inner.read_ahead.notify_shutdown();
+        self.inner.prefault.notify_shutdown();
         let threads: Vec<JoinHandle<()>> = std::mem::take(&mut *self.threads.lock());
         for t in threads {
             if t.join().is_err() {

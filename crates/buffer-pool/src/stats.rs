@@ -189,6 +189,9 @@ pub struct PoolStats {
     pub read_ahead_evicted: u64,
     /// Rounds of the LRU manager thread.
     pub manager_rounds: u64,
+    /// Frames whose memory the prefault thread had the kernel back before their first use
+    /// (0 where the kernel lacks `MADV_POPULATE_WRITE`).
+    pub frames_prefaulted: u64,
     /// Frames lent to the compressed blocks of row-compressed pages (InnoDB: the
     /// `BUF_BLOCK_MEMORY` frames of the buddy allocator): frames the LRU does not have.
     pub zip_frames: usize,
@@ -263,6 +266,7 @@ impl PoolStats {
             read_ahead_random: get(&c.read_ahead_random),
             read_ahead_evicted: get(&c.read_ahead_evicted),
             manager_rounds: get(&c.manager_rounds),
+            frames_prefaulted: 0,
             zip_frames: 0,
             zip_pages: 0,
             zip_only_pages: 0,
@@ -318,6 +322,7 @@ impl fmt::Display for PoolStats {
             self.read_ahead_linear, self.read_ahead_evicted, self.read_ahead_random
         )?;
         writeln!(f, "LRU len: {}, unzip_LRU len: 0", self.lru_len)?;
+        writeln!(f, "Frames backed ahead of use {}", self.frames_prefaulted)?;
         writeln!(
             f,
             "LRU scans {}, pages scanned {}, evicted by user threads {}, by LRU manager {}",
