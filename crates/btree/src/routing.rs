@@ -480,6 +480,16 @@ impl BTree {
         Some(guard)
     }
 
+    /// Asks the CPU to start loading the right sibling of the leaf at `place` — its frame's
+    /// latch and descriptor, its headers and first records — where the parent's copy has a
+    /// frame hint for it: a scan calls this on entering a leaf, so that the loads run while it
+    /// reads this leaf's records rather than when it steps.
+    pub(crate) fn prefetch_right_sibling(&self, place: Option<&LeafPlace>) {
+        if let Some(frame) = place.and_then(|at| at.parent.value::<Routing>()?.hint(at.idx + 1)) {
+            self.ctx.pool.prefetch_frame(frame);
+        }
+    }
+
     /// Latches leaf `next`, the right sibling of the leaf at `place` (`None`: a place not
     /// known), without waiting, as [`BufferPool::try_get_shared`] does: through the frame hint
     /// of the parent's copy when the copy has `next` as its following child, else through the

@@ -173,6 +173,10 @@ impl BTree {
                     },
                     _ => 0,
                 };
+                self.prefetch_right_sibling(place.as_ref());
+                for i in first..(first + PREFETCH_DISTANCE).min(node.len()) {
+                    node.prefetch(i);
+                }
                 for i in first..node.len() {
                     // Each record is otherwise a cache miss the loop waits for.
                     node.prefetch(i + PREFETCH_DISTANCE);

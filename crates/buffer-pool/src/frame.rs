@@ -268,6 +268,49 @@ impl Frames {
             .expect("frame numbers come from the pool's own lists and are below its capacity")
     }
 
+    /// Asks the CPU to start loading frame `f`'s latch and descriptor and the first eight and
+    /// the last two cache lines of its bytes (the headers, the first records of an index page
+    /// written in key order, the end of its slot directory): for a page about to be latched
+    /// through a frame hint while other work goes on (a scan's next leaf). A hint that reads
+    /// nothing and builds nothing; nothing happens for a frame never used or out of range.
+    pub(crate) fn prefetch_frame(&self, f: u32) {
+        let f = f as usize;
+        // `OnceLock::get`, not `chunk`: a hint must not build a chunk's frames.
+        let Some(frame) = self
+            .chunks
+            .get(f >> CHUNK_SHIFT)
+            .and_then(OnceLock::get)
+            .and_then(|chunk| chunk.get(f & (CHUNK_FRAMES - 1)))
+        else {
+            return;
+        };
+        let frame_addr = std::ptr::from_ref(frame).cast::<u8>();
+        let page_addr = self
+            .memory
+            .base
+            .as_ptr()
+            .wrapping_add(self.start + f * self.page)
+            .cast_const();
+        let page_lines = (0..8)
+            .map(|line| line * 64)
+            .chain([self.page - 128, self.page - 64]);
+        #[cfg(target_arch = "x86_64")]
+        for addr in [frame_addr, frame_addr.wrapping_add(64)]
+            .into_iter()
+            .chain(page_lines.map(|off| page_addr.wrapping_add(off)))
+        {
+            // SAFETY: `_mm_prefetch` is a hint that never dereferences its argument in the
+            // language's sense and never faults; the addresses lie in frame `f`'s `Frame`
+            // (128 bytes, aligned) or in its page (`f < count`: its chunk exists, and every
+            // offset is below the page size, 4 KiB at least). SSE is in the x86_64 baseline.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    addr.cast::<i8>(),
+                );
+            }
+        }
+    }
+
     /// Asks the CPU to start loading the first two and the last two cache lines of frame
     /// `f`'s bytes (a page's headers, and the end of an index page's slot directory, where a
     /// binary search starts). A hint that reads nothing; nothing happens for `f` out of range.

@@ -128,6 +128,13 @@ impl BufferPool {
         self.inner.try_fetch_shared_at(id, frame)
     }
 
+    /// Asks the CPU to start loading `frame`'s latch and descriptor and the start and end of
+    /// its page, for a page about to be latched through that frame hint while other work goes
+    /// on (a scan's next leaf). Reads nothing, changes nothing; any frame number is accepted.
+    pub fn prefetch_frame(&self, frame: FrameNo) {
+        self.inner.frames.prefetch_frame(frame.index());
+    }
+
     /// The value attached to page `id` in `frame` ([`SharedGuard::attach`]), if the frame still
     /// holds that page with the bytes the value was derived from; no pin, no latch, no page
     /// hash. The page may change as soon as this returns: a reader that acts on the value
