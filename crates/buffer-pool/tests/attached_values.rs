@@ -94,6 +94,43 @@ fn eviction_makes_the_value_stale_and_the_hint_miss() {
         .is_none());
 }
 
+/// `try_get_shared_at` is `get_shared_at` that never waits: it serves a frame holding the page,
+/// and answers `None` — at once, with no pin left behind — for a frame holding another page, a
+/// page latched exclusively, or a frame out of range. What would break: a scan stepping right
+/// while holding its leaf that waited for a writer's latch (a deadlock with a merge, which
+/// latches right to left), or a hint that served a page other than the one asked for.
+#[test]
+fn the_non_waiting_hinted_get_serves_the_page_or_steps_aside() {
+    let (_store, pool) = setup(small_config(64), 400);
+    let frame = pool.get_shared(pid(3)).unwrap().stamp().frame();
+    {
+        let page = pool.try_get_shared_at(pid(3), frame).unwrap().unwrap();
+        assert_eq!(read_u64(&page, 0), stamp_word(3));
+        // A second shared latch is no obstacle.
+        let again = pool.try_get_shared_at(pid(3), frame).unwrap().unwrap();
+        assert_eq!(again.page_id(), pid(3));
+    }
+    assert!(pool.try_get_shared_at(pid(4), frame).unwrap().is_none());
+    assert!(pool
+        .try_get_shared_at(pid(3), FrameNo::from_raw(1 << 30))
+        .unwrap()
+        .is_none());
+    {
+        let _writer = pool.get_exclusive(pid(3)).unwrap();
+        // Returns at once (a wait here would hang the test), and without the page.
+        assert!(pool.try_get_shared_at(pid(3), frame).unwrap().is_none());
+    }
+    assert_eq!(
+        read_u64(&pool.try_get_shared_at(pid(3), frame).unwrap().unwrap(), 0),
+        stamp_word(3)
+    );
+    // No pin was left behind by the refusals: the page can be discarded from the pool.
+    for p in 100..300 {
+        drop(pool.get_shared(pid(p)).unwrap());
+    }
+    assert!(pool.try_get_shared_at(pid(3), frame).unwrap().is_none());
+}
+
 /// Readers follow hints that go stale all the time (a 32-frame pool over 400 pages, a second
 /// thread reading at random), then every frame must still be evictable: a pin taken through a
 /// stale hint and lost, or counted twice, would leave a frame that the final discard cannot free.
