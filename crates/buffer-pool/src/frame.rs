@@ -272,7 +272,8 @@ impl Frames {
     /// the last two cache lines of its bytes (the headers, the first records of an index page
     /// written in key order, the end of its slot directory): for a page about to be latched
     /// through a frame hint while other work goes on (a scan's next leaf). A hint that reads
-    /// nothing and builds nothing; nothing happens for a frame never used or out of range.
+    /// nothing and builds nothing; nothing happens for a frame out of range or in a chunk not
+    /// built yet.
     pub(crate) fn prefetch_frame(&self, f: u32) {
         let f = f as usize;
         // `OnceLock::get`, not `chunk`: a hint must not build a chunk's frames.
@@ -285,30 +286,14 @@ impl Frames {
             return;
         };
         let frame_addr = std::ptr::from_ref(frame).cast::<u8>();
-        let page_addr = self
-            .memory
-            .base
-            .as_ptr()
-            .wrapping_add(self.start + f * self.page)
-            .cast_const();
-        let page_lines = (0..8)
-            .map(|line| line * 64)
-            .chain([self.page - 128, self.page - 64]);
-        #[cfg(target_arch = "x86_64")]
-        for addr in [frame_addr, frame_addr.wrapping_add(64)]
-            .into_iter()
-            .chain(page_lines.map(|off| page_addr.wrapping_add(off)))
-        {
-            // SAFETY: `_mm_prefetch` is a hint that never dereferences its argument in the
-            // language's sense and never faults; the addresses lie in frame `f`'s `Frame`
-            // (128 bytes, aligned) or in its page (`f < count`: its chunk exists, and every
-            // offset is below the page size, 4 KiB at least). SSE is in the x86_64 baseline.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    addr.cast::<i8>(),
-                );
-            }
+        prefetch(frame_addr);
+        prefetch(frame_addr.wrapping_add(64));
+        let page = self.page_addr(f);
+        for off in (0..8).map(|line| line * 64) {
+            prefetch(page.wrapping_add(off));
         }
+        prefetch(page.wrapping_add(self.page - 128));
+        prefetch(page.wrapping_add(self.page - 64));
     }
 
     /// Asks the CPU to start loading the first two and the last two cache lines of frame
@@ -323,22 +308,20 @@ impl Frames {
         if f >= self.count {
             return;
         }
-        #[cfg(target_arch = "x86_64")]
+        let page = self.page_addr(f);
         for off in [0, 64, self.page - 128, self.page - 64] {
-            let addr = self
-                .memory
-                .base
-                .as_ptr()
-                .wrapping_add(self.start + f * self.page + off);
-            // SAFETY: `_mm_prefetch` is a hint that never dereferences its argument in the
-            // language's sense and never faults; the address is besides inside frame `f` of the
-            // reservation (`f < count`, `off < page`). SSE is part of the x86_64 baseline.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    addr.cast::<i8>().cast_const(),
-                );
-            }
+            prefetch(page.wrapping_add(off));
         }
+    }
+
+    /// Where frame `f`'s bytes start, for prefetch hints (computed with wrapping arithmetic:
+    /// never dereferenced here).
+    fn page_addr(&self, f: usize) -> *const u8 {
+        self.memory
+            .base
+            .as_ptr()
+            .wrapping_add(self.start + f * self.page)
+            .cast_const()
     }
 
     /// Where block `slot` starts: inside frame `slot.frame`'s bytes.
@@ -374,6 +357,20 @@ impl Frames {
                     .map(move |(i, frame)| ((first + i) as u32, frame))
             })
     }
+}
+
+/// Asks the CPU to start loading the cache line of `addr` (a no-op off x86-64). Any address
+/// is accepted: a prefetch never faults and reads nothing the program can see.
+#[inline]
+fn prefetch(addr: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` is a hint that never dereferences its argument in the language's
+    // sense and never faults, whatever the address; SSE is part of the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(addr.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = addr;
 }
 
 #[cfg(test)]
