@@ -134,6 +134,8 @@ pub(crate) struct Inner {
     pub(crate) zip_only_len: AtomicUsize,
     /// Pages read and decompressed per second, for the unzip LRU's choice.
     pub(crate) unzip_rates: crate::zip_only::UnzipRates,
+    /// Tests' hook into eviction ([`BufferPool::set_eviction_probe`](crate::BufferPool::set_eviction_probe)).
+    pub(crate) eviction_probe: crate::testing::ProbeSlot,
 }
 
 impl Inner {
@@ -204,6 +206,7 @@ impl Inner {
             zip_only: Mutex::new(crate::zip_only::ZipOnly::default()),
             zip_only_len: crate::zip_only::gauge(),
             unzip_rates: crate::zip_only::UnzipRates::new(),
+            eviction_probe: crate::testing::ProbeSlot::default(),
         })
     }
 
@@ -556,13 +559,24 @@ impl Inner {
                 let id = d.page_id();
                 let mut shard = self.hash.lock_shard(id);
                 // Lookups pin under the shard lock: with it held, a zero pin count stays zero
-                // but for a hinted lookup's pin, which checks the state under the latch below.
+                // but for a hinted fetch's pin (`latch_at`), taken without it.
                 if d.pins() != 0 || d.is_dirty() || d.state() != State::Valid {
                     return false;
                 }
+                self.eviction_probe.fire(id);
                 let Some(latch) = frame.latch.try_write() else {
                     return false;
                 };
+                // Checked again under the latch, which is what makes the eviction safe against
+                // hinted fetches: since the checks above, a writer may have pinned the page
+                // through a hint, latched it, changed it and let it go — leaving it dirty (or
+                // poisoned), which only happens under the exclusive latch this thread holds
+                // now. (Evicted without this check, the change was lost: the page was read back
+                // as last written.) A hinted fetch still waiting for the latch finds the frame
+                // `Stale` once it gets it, and looks the page up.
+                if d.is_dirty() || d.poisoned.load(SeqCst) {
+                    return false;
+                }
                 // The unzip LRU's choice: drop the frame alone, keeping the block, before the
                 // page leaves the hash (a reader missing the hash then finds the block).
                 if d.zip_link().is_some_and(|l| !l.stale) && self.evict_frame_only(lists.lru.len())

@@ -206,6 +206,17 @@ impl BufferPool {
         self.inner.discard_space(space);
     }
 
+    /// For tests of races with eviction: `probe` is called by every eviction of a page from
+    /// the LRU (by the LRU manager or a user thread) once it has found the page clean and
+    /// unpinned and before it takes the page's latch to remove it — the moment a writer that
+    /// reaches the page through a frame hint can still get in. It runs with the LRU mutex and
+    /// the page's page-hash shard held, so it must not fetch pages; it may block, to let
+    /// another thread act. `None` removes it.
+    #[doc(hidden)]
+    pub fn set_eviction_probe(&self, probe: Option<crate::testing::EvictionProbe>) {
+        self.inner.eviction_probe.set(probe);
+    }
+
     /// Writes every page that is dirty when the call starts (checkpoint, close).
     pub fn flush_all(&self) -> Result<(), PoolError> {
         self.inner.flush_all()

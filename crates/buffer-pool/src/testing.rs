@@ -5,13 +5,44 @@
 //! each page is written, and records every breach for the test to assert on.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
+use std::sync::Arc;
 use std::time::Duration;
 
 use barracuda_page::{page_lsn, Lsn, PageId, PageSize, SpaceId};
 use parking_lot::Mutex;
 
 use crate::{PageStore, StoreError};
+
+/// A function an eviction calls with the page it is about to evict
+/// ([`BufferPool::set_eviction_probe`](crate::BufferPool::set_eviction_probe)).
+pub type EvictionProbe = Arc<dyn Fn(PageId) + Send + Sync>;
+
+/// Where a pool keeps its [`EvictionProbe`]; costs an eviction one relaxed load while unset.
+#[derive(Default)]
+pub(crate) struct ProbeSlot {
+    set: AtomicBool,
+    probe: Mutex<Option<EvictionProbe>>,
+}
+
+impl ProbeSlot {
+    pub(crate) fn set(&self, probe: Option<EvictionProbe>) {
+        let mut slot = self.probe.lock();
+        self.set.store(probe.is_some(), SeqCst);
+        *slot = probe;
+    }
+
+    /// Calls the probe, if one is set, with `id`.
+    #[inline]
+    pub(crate) fn fire(&self, id: PageId) {
+        if self.set.load(Relaxed) {
+            let probe = self.probe.lock().clone();
+            if let Some(probe) = probe {
+                probe(id);
+            }
+        }
+    }
+}
 
 /// An in-memory page store.
 ///
