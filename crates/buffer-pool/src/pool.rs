@@ -59,28 +59,24 @@ impl BufferPool {
             old_blocks_time: Mutex::new(old_blocks_time),
         });
         inner.manager_running.store(true, SeqCst);
-        let m = Arc::clone(&inner);
-        let manager = std::thread::Builder::new()
-            .name("bp-lru-manager".into())
-            .spawn(move || manager::run(&m))
-            .map_err(|e| {
-                inner.manager_running.store(false, SeqCst);
-                PoolError::Thread(e)
-            })?;
-        pool.threads.lock().push(manager);
-        let r = Arc::clone(&inner);
-        let reader = std::thread::Builder::new()
-            .name("bp-read-ahead".into())
-            .spawn(move || read_ahead::run(&r))
-            .map_err(PoolError::Thread)?;
-        pool.threads.lock().push(reader);
-        let p = Arc::clone(&inner);
-        let prefaulter = std::thread::Builder::new()
-            .name("bp-prefault".into())
-            .spawn(move || prefault::run(&p))
-            .map_err(PoolError::Thread)?;
-        pool.threads.lock().push(prefaulter);
+        if let Err(e) = pool.spawn_worker("bp-lru-manager", manager::run) {
+            inner.manager_running.store(false, SeqCst);
+            return Err(e);
+        }
+        pool.spawn_worker("bp-read-ahead", read_ahead::run)?;
+        pool.spawn_worker("bp-prefault", |inner| prefault::run(inner))?;
         Ok(pool)
+    }
+
+    /// Starts one of the pool's background threads, joined at [`shutdown`](Self::shutdown).
+    fn spawn_worker(&self, name: &str, body: fn(&Arc<Inner>)) -> Result<(), PoolError> {
+        let inner = Arc::clone(&self.inner);
+        let handle = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || body(&inner))
+            .map_err(PoolError::Thread)?;
+        self.threads.lock().push(handle);
+        Ok(())
     }
 
     /// Pins page `id` and latches it shared, reading it from the store on a miss (a page being
