@@ -10,7 +10,8 @@
 //! Durability of the commits: `BARRACUDA_BENCH_DURABILITY` = `background` (default: the redo
 //! log is written and synced by its background thread, InnoDB's
 //! `innodb_flush_log_at_trx_commit = 0`, so a batch pays no fsync), `second` (written at each
-//! commit, synced once a second) or `sync` (synced at each commit).
+//! commit, synced once a second) or `sync` (synced at each commit). Page size:
+//! `BARRACUDA_BENCH_PAGE_KIB` = 4, 8, 16 (default), 32 or 64.
 
 #![allow(
     clippy::unwrap_used,
@@ -29,7 +30,7 @@ use std::hint::black_box;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
-use barracuda::{Durability, Engine, EngineOptions, Table, TableOptions};
+use barracuda::{Durability, Engine, EngineOptions, PageSize, Table, TableOptions};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 
 const VALUE_LEN: usize = 180;
@@ -93,8 +94,17 @@ fn durability() -> Durability {
     }
 }
 
+fn page_size() -> PageSize {
+    let kib = std::env::var("BARRACUDA_BENCH_PAGE_KIB").unwrap_or_else(|_| "16".to_owned());
+    kib.parse::<usize>()
+        .ok()
+        .and_then(|kib| PageSize::from_bytes(kib * 1024))
+        .unwrap_or_else(|| panic!("BARRACUDA_BENCH_PAGE_KIB={kib}: expected 4, 8, 16, 32 or 64"))
+}
+
 fn open(dir: &std::path::Path, pool_bytes: usize) -> Engine {
     let options = EngineOptions::default()
+        .page_size(page_size())
         .buffer_pool_bytes(pool_bytes)
         .durability(durability());
     Engine::open(dir, options).unwrap()
