@@ -44,6 +44,11 @@ pub const MAX_RUN_ROWS: usize = 128;
 /// See [`MAX_RUN_ROWS`].
 pub const MAX_RUN_BYTES: usize = 64 * 1024;
 
+/// At most this many leaves take part in one mini-transaction of [`BTree::put_run_in_place`]:
+/// they stay latched until it commits, and each one more is a page more the commit stamps
+/// and releases.
+pub const MAX_RUN_LEAVES: usize = 16;
+
 /// Described bytes of a run's row beyond its key and value (the record's header and fields,
 /// the undo record's header, the undo page's fields): what [`BTree::put_run_in_place`]
 /// reserves in its mtr per row.
@@ -132,22 +137,44 @@ impl BTree {
     }
 }
 
+/// A leaf's part of a run of [`BTree::put_run_in_place`]: the leaf, latched exclusively, and
+/// where each of its rows goes (the measuring search's answer).
+struct Leg<'t> {
+    leaf: ExclusiveGuard<'t>,
+    found: Vec<std::result::Result<usize, usize>>,
+}
+
+/// Why [`BTree::measure_run`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RunStop {
+    /// At a row past the leaf's last key (another leaf's, or this one's gap: not known here),
+    /// or at the end of the rows: the run may go on in the next row's leaf.
+    PastLeaf,
+    /// For any other reason (room, order, size, limits): the run ends there.
+    Other,
+}
+
 impl BTree {
-    /// Puts a run of rows, keys strictly ascending, into the leaf of the first one, in place
-    /// and in **one** mini-transaction (with what `prepare` logs for them): the batched form
-    /// of [`change_in_place`](Self::change_in_place) for `InPlace::Put`, which spends one
-    /// descent, one latch, one call of `prepare` and one redo append on all the rows a leaf
-    /// takes instead of one each.
+    /// Puts a run of rows, keys strictly ascending, in place and in **one** mini-transaction
+    /// (with what `prepare` logs for them): the batched form of
+    /// [`change_in_place`](Self::change_in_place) for `InPlace::Put`, which spends one call
+    /// of `prepare`, one redo append and one commit on all the rows of the run instead of one
+    /// each, and one descent and one latch per leaf.
     ///
-    /// With the leaf latched exclusively, the run is first measured without changing
-    /// anything: it stops before the first row that does not belong to that leaf (a key past
-    /// its last key when it has a right sibling: the fence is not known here), would not fit
-    /// beside the rows before it, needs an overflow chain, is not above the row before it, and
-    /// after [`MAX_RUN_ROWS`] rows or [`MAX_RUN_BYTES`]. `prepare` then gets the mtr and the
-    /// run's current records and returns the transaction fields of the prefix it logged.
-    /// Returns how many rows, from the first, were put (0: nothing changed; take the general
-    /// path for the first row). On an error, the mtr is abandoned and its pages poisoned, as
-    /// any failed mtr: none of the run is in the tree or the log.
+    /// The first row's leaf is latched exclusively and the run measured in it without
+    /// changing anything: it stops before the first row that does not belong to that leaf (a
+    /// key past its last key when it has a right sibling: the fence is not known here), would
+    /// not fit beside the rows before it, needs an overflow chain, is not above the row before
+    /// it, and after [`MAX_RUN_ROWS`] rows or [`MAX_RUN_BYTES`] in all. Where it stopped at a
+    /// row past the leaf, the run goes on in that row's leaf, found by a routed descent and
+    /// latched only if that needs no wait (this mtr holds leaves already, and others latch in
+    /// other orders: a merge right to left), for up to [`MAX_RUN_LEAVES`] leaves — a batch of
+    /// random keys puts about one row per leaf, and without this each row paid its own mtr.
+    /// `prepare` then gets the mtr and the run's current records and returns the transaction
+    /// fields of the prefix it logged. Returns how many rows, from the first, were put (0:
+    /// nothing changed; take the general path for the first row). On an error, the mtr is
+    /// abandoned and its pages poisoned, as any failed mtr: none of the run is in the tree or
+    /// the log.
     pub fn put_run_in_place<'t>(
         &'t self,
         rows: &[(&[u8], &[u8])],
@@ -161,11 +188,37 @@ impl BTree {
         if self.zip.is_some() {
             return Ok(0);
         }
-        let mut leaf = self.descend_leaf_exclusive(first)?;
-        let id = leaf.page_id();
-        let (currents, found) = self.measure_run(&leaf, rows)?;
+        let leaf = self.descend_leaf_exclusive(first)?;
+        let (mut currents, found, mut stop) =
+            self.measure_run(&leaf, rows, MAX_RUN_ROWS, MAX_RUN_BYTES, true)?;
         if currents.is_empty() {
             return Ok(0);
+        }
+        let mut legs = vec![Leg { leaf, found }];
+        while stop == RunStop::PastLeaf && legs.len() < MAX_RUN_LEAVES {
+            let at = currents.len();
+            let Some((&(key, _), rest)) = rows.get(at).zip(rows.get(at..)) else {
+                break;
+            };
+            // `None` also where the row's leaf is one this mtr holds (a key in the gap after
+            // a held leaf's last key): its latch is not free.
+            let Some(leaf) = self.try_descend_routed_exclusive(key) else {
+                break;
+            };
+            let bytes: usize = rows.iter().take(at).map(|(k, v)| k.len() + v.len()).sum();
+            let (more, found, why) = self.measure_run(
+                &leaf,
+                rest,
+                MAX_RUN_ROWS - at,
+                MAX_RUN_BYTES.saturating_sub(bytes),
+                false,
+            )?;
+            if more.is_empty() {
+                break;
+            }
+            currents.extend(more);
+            legs.push(Leg { leaf, found });
+            stop = why;
         }
         let mut mtr = self.mtr();
         // Each row: its record, its undo record (the key, or the version it replaces) and
@@ -185,20 +238,49 @@ impl BTree {
             .sum();
         mtr.reserve(3 * currents.len(), run_bytes);
         let fields = prepare(&mut mtr, &currents)?;
+        let mut fields = fields.into_iter();
+        let mut rows = rows.iter();
         let mut done = 0;
+        for Leg { mut leaf, found } in legs {
+            let placed = self.place_run(&mut mtr, &mut leaf, &mut rows, &mut fields, found)?;
+            done += placed;
+            if placed > 0 {
+                mtr.changed(leaf);
+            }
+        }
+        // Also with no row placed: what `prepare` logged must commit with its pages.
+        mtr.commit()?;
+        Ok(done)
+    }
+
+    /// Places a leg's rows, taken from `rows` with their transaction fields from `fields`, in
+    /// `leaf` at the positions the measuring search `found`; returns how many (fewer where
+    /// `fields` runs out: `prepare` logged a shorter prefix).
+    fn place_run<'t>(
+        &'t self,
+        mtr: &mut Mtr<'t>,
+        leaf: &mut ExclusiveGuard<'t>,
+        rows: &mut std::slice::Iter<'_, (&[u8], &[u8])>,
+        fields: &mut std::vec::IntoIter<SysFields>,
+        found: Vec<std::result::Result<usize, usize>>,
+    ) -> Result<usize> {
+        let id = leaf.page_id();
+        let mut placed = 0;
         // Where each row goes, from the measuring search: every row placed before it has a
         // smaller key, so an insert moves it one position up. The room was measured with the
         // same arithmetic `LeafFit::of` uses, under this latch.
         let mut inserted = 0;
-        for ((&(key, value), sys), found) in rows.iter().take(currents.len()).zip(fields).zip(found)
-        {
+        for found in found {
+            let (Some(&(key, value)), Some(sys)) = (rows.next(), fields.next()) else {
+                break;
+            };
             let value = Value::Inline(value);
             let (pos, replaces) = match found {
                 Ok(pos) => (pos + inserted, true),
                 Err(pos) => (pos + inserted, false),
             };
             debug_assert_eq!(
-                NodeRef::open(&leaf, id, self)?
+                NodeRef::open(leaf, id, self)?
                     .search(key)
                     .unwrap_or_else(|at| at),
                 pos,
@@ -220,24 +302,22 @@ impl BTree {
                     sys,
                 }
             };
-            if self.make_change(&mut mtr, &mut leaf, change)? != Placed::Done {
+            if self.make_change(mtr, leaf, change)? != Placed::Done {
                 return Err(BTreeError::corrupt(
                     id,
                     "an uncompressed leaf refused a record that fits it",
                 ));
             }
-            done += 1;
+            placed += 1;
         }
-        if done > 0 {
-            mtr.changed(leaf);
-        }
-        // Also with no row placed: what `prepare` logged must commit with its pages.
-        mtr.commit()?;
-        Ok(done)
+        Ok(placed)
     }
 
     /// The current records of the longest prefix of `rows` that `leaf` takes in place
-    /// together (see [`put_run_in_place`](Self::put_run_in_place)), measured without a change.
+    /// together (see [`put_run_in_place`](Self::put_run_in_place)), measured without a
+    /// change, with where each goes and why the prefix ended. At most `max_rows` rows and
+    /// `max_bytes` of keys and values — beyond which the first row still goes when
+    /// `first_goes` (a run's first leaf: its first row has nowhere better to go).
     #[expect(
         clippy::type_complexity,
         reason = "two parallel lists, each used on its own by the caller"
@@ -246,9 +326,13 @@ impl BTree {
         &self,
         leaf: &ExclusiveGuard<'_>,
         rows: &[(&[u8], &[u8])],
+        max_rows: usize,
+        max_bytes: usize,
+        first_goes: bool,
     ) -> Result<(
         Vec<Option<StoredRecord>>,
         Vec<std::result::Result<usize, usize>>,
+        RunStop,
     )> {
         let id = leaf.page_id();
         let node = NodeRef::open(leaf, id, self)?;
@@ -257,7 +341,7 @@ impl BTree {
         let bound = match node.next() {
             Some(_) => match node.len().checked_sub(1) {
                 Some(last) => Some(node.key(last)?),
-                None => return Ok((Vec::new(), Vec::new())),
+                None => return Ok((Vec::new(), Vec::new(), RunStop::Other)),
             },
             None => None,
         };
@@ -267,14 +351,18 @@ impl BTree {
         let mut found = Vec::new();
         for (i, &(key, value)) in rows.iter().enumerate() {
             bytes += key.len() + value.len();
-            if i == MAX_RUN_ROWS
-                || (i > 0 && bytes > MAX_RUN_BYTES)
+            let limited = i > 0 || !first_goes;
+            if i == max_rows
+                || (limited && bytes > max_bytes)
                 || previous.is_some_and(|p| p >= key)
-                || (i > 0 && bound.is_some_and(|last| key > last))
                 || self.check_key(key).is_err()
                 || self.needs_overflow(key.len(), value)
             {
-                break;
+                return Ok((currents, found, RunStop::Other));
+            }
+            // The first row is this leaf's: the descent that found the leaf routed it here.
+            if i > 0 && bound.is_some_and(|last| key > last) {
+                return Ok((currents, found, RunStop::PastLeaf));
             }
             let needed = node::record_size(page_size, key.len(), Value::Inline(value));
             // As `LeafFit::of` counts: a replaced record's bytes are freed by its successor.
@@ -290,14 +378,14 @@ impl BTree {
                 Err(_) => (None, free),
             };
             if needed > room {
-                break;
+                return Ok((currents, found, RunStop::Other));
             }
             free = room - needed;
             currents.push(current);
             found.push(position);
             previous = Some(key);
         }
-        Ok((currents, found))
+        Ok((currents, found, RunStop::PastLeaf))
     }
 }
 

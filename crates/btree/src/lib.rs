@@ -62,7 +62,8 @@ pub use build::{BuildStats, SortedBuild};
 pub use check::TreeStats;
 pub use error::{BTreeError, Result};
 pub use in_place::{
-    InPlace, InPlaceOutcome, PrepareInPlace, PrepareRun, MAX_RUN_BYTES, MAX_RUN_ROWS,
+    InPlace, InPlaceOutcome, PrepareInPlace, PrepareRun, MAX_RUN_BYTES, MAX_RUN_LEAVES,
+    MAX_RUN_ROWS,
 };
 pub use iter::{RangeIter, VersionedRow};
 pub use mtr::{

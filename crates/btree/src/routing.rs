@@ -441,6 +441,25 @@ impl BTree {
         )
     }
 
+    /// The routed descent with the leaf latched exclusively only if nothing has to be waited
+    /// for: `None` where a copy is missing or stale, the leaf is not in the pool, or its latch
+    /// is held — by anyone, this thread included. For a writer that holds other leaves of its
+    /// mini-transaction: it must not wait for a latch while holding them (a merge latches
+    /// right to left), and gives up instead.
+    pub(crate) fn try_descend_routed_exclusive(
+        &self,
+        key: &[u8],
+    ) -> Option<barracuda_buffer_pool::ExclusiveGuard<'_>> {
+        let pool = &self.ctx.pool;
+        let mut routed = self.route_to_leaf(Target::AtLeast(key), false)?;
+        self.latch_routed_leaf(
+            &mut routed,
+            |id, frame| pool.try_get_exclusive_at(id, frame).map_err(drop),
+            |id| pool.try_get_exclusive(id).map_err(drop)?.ok_or(()),
+            barracuda_buffer_pool::ExclusiveGuard::frame,
+        )
+    }
+
     /// Latches the leaf `routed` ends at — through its frame hint (`by_hint`) when the parent's
     /// copy has one, else by a lookup (`by_lookup`), noting the frame in the copy — then checks
     /// that the route still holds and that the page is a leaf. An error is a `None`: it may come

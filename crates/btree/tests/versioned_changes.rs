@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use barracuda_btree::{testing::MemAllocator, BTree, PlaceholderLog, StoredValue, TreeContext};
 use barracuda_buffer_pool::{testing::MemStore, BufferPool, PoolConfig};
-use barracuda_page::{PageSize, SysFields};
+use barracuda_page::{IndexPage, PageId, PageSize, SysFields};
 
 fn tree(page_size: PageSize) -> (BTree, Arc<MemAllocator>) {
     let store = Arc::new(MemStore::new(page_size));
@@ -20,6 +20,27 @@ fn tree(page_size: PageSize) -> (BTree, Arc<MemAllocator>) {
     let alloc = Arc::new(MemAllocator::new());
     let ctx = TreeContext::new(pool, alloc.clone(), Arc::new(PlaceholderLog::default()));
     (BTree::create(ctx, 1, 7).unwrap(), alloc)
+}
+
+/// The leaf page holding `key` (its range covers it), found by reading the space's pages.
+fn leaf_of(tree: &BTree, key: &[u8]) -> PageId {
+    let size = tree.context().pool().page_size();
+    (0..1000)
+        .map(|no| PageId::new(1, no))
+        .find(|&id| {
+            let Ok(guard) = tree.context().pool().get_shared(id) else {
+                return false;
+            };
+            let Ok(page) = IndexPage::open(&guard[..], size) else {
+                return false;
+            };
+            let (Ok(first), Ok(last)) = (page.key(0), page.key(page.len().saturating_sub(1)))
+            else {
+                return false;
+            };
+            page.level() == 0 && first <= key && key <= last
+        })
+        .unwrap()
 }
 
 fn sys(trx_id: u64, roll_ptr: u64, deleted: bool) -> SysFields {
@@ -275,25 +296,53 @@ fn a_run_of_puts_takes_what_its_leaf_holds_and_what_the_caller_logged() {
     assert!(placed > 0 && placed < 180, "{placed}");
     assert_eq!(tree.check().unwrap().leaf_pages, 1);
     assert_eq!(tree.get_stored(&key(20 + placed as u32)).unwrap(), None);
-    // The rest by plain puts (splits), then a run into the leftmost leaf (it has a right
-    // sibling) stops before the first key past its last one.
+    // The rest by plain puts (splits), then a run over every leaf: past a leaf's last key it
+    // goes on in the next row's leaf, still one mtr and one call of the caller's.
     for k in &keys[placed..] {
         tree.put_versioned(k, &value, sys(3, 30, false)).unwrap();
     }
-    assert!(tree.check().unwrap().leaf_pages > 1);
+    let leaves = tree.check().unwrap().leaf_pages;
+    assert!(leaves > 2, "{leaves}");
     let spanning: Vec<[u8; 4]> = (0..200).step_by(2).map(key).collect();
     let rows: Vec<(&[u8], &[u8])> = spanning.iter().map(|k| (&k[..], &b"new"[..])).collect();
+    let mut calls = 0;
     let placed = tree
         .put_run_in_place(&rows, &mut |_, c| {
+            calls += 1;
             Ok(c.iter().map(|_| sys(4, 40, false)).collect())
         })
         .unwrap();
-    assert!(placed > 0 && placed < rows.len(), "{placed}");
+    assert_eq!((placed, calls), (rows.len(), 1), "over {leaves} leaves");
+    for k in &spanning {
+        assert_eq!(tree.get_stored(k).unwrap().unwrap().sys, sys(4, 40, false));
+    }
+    assert_eq!(tree.check().unwrap().leaf_pages, leaves, "nothing split");
+
+    // A leaf another thread holds latched (here: this one, shared) ends the run before its
+    // rows, at once; the rows before it are placed, those from it on untouched.
+    let held = leaf_of(&tree, &key(150));
+    let latch = tree.context().pool().get_shared(held).unwrap();
+    let placed = tree
+        .put_run_in_place(&rows, &mut |_, c| {
+            Ok(c.iter().map(|_| sys(5, 50, false)).collect())
+        })
+        .unwrap();
+    drop(latch);
+    assert!(placed > 0 && placed < 75, "{placed}");
     let stopped_at = tree.get_stored(&spanning[placed]).unwrap().unwrap();
     assert_eq!(
         stopped_at.sys,
-        sys(3, 30, false),
+        sys(4, 40, false),
         "the first row not placed is untouched"
+    );
+    assert_eq!(
+        tree.get_stored(&spanning[placed - 1]).unwrap().unwrap().sys,
+        sys(5, 50, false)
+    );
+    assert_eq!(
+        leaf_of(&tree, &spanning[placed]),
+        held,
+        "it stopped at the held leaf"
     );
 
     // An off-page value or an unsorted key ends the run; a caller logging only two rows

@@ -315,6 +315,18 @@ impl Inner {
             .map(|(f, pin, latch)| ExclusiveGuard::new(self, f, latch, pin, id)))
     }
 
+    /// [`fetch_exclusive_at`](Self::fetch_exclusive_at) only if the latch is free: `None` when
+    /// `frame` does not hold `id` or its latch is held (nothing is read, nothing waited for).
+    pub(crate) fn try_fetch_exclusive_at(
+        &self,
+        id: PageId,
+        frame: FrameNo,
+    ) -> Result<Option<ExclusiveGuard<'_>>, PoolError> {
+        Ok(self
+            .latch_at(id, frame, |frame| frame.latch.try_write())?
+            .map(|(f, pin, latch)| ExclusiveGuard::new(self, f, latch, pin, id)))
+    }
+
     /// The hinted fetches' common part: pins `frame` and takes its latch with `latch` if it
     /// holds `id` (checked before the pin and again under the latch), counting the hit. `None`
     /// when it does not hold `id`, or `latch` gave no latch.
@@ -378,6 +390,31 @@ impl Inner {
         inc(&self.counters.page_requests);
         self.after_hit(f, id);
         Ok(Some(SharedGuard::new(latch, pin, id, f)))
+    }
+
+    /// [`try_fetch_shared`](Self::try_fetch_shared) with an exclusive latch: `None` when the
+    /// page is not in the pool, is being read, or its latch is held.
+    pub(crate) fn try_fetch_exclusive(
+        &self,
+        id: PageId,
+    ) -> Result<Option<ExclusiveGuard<'_>>, PoolError> {
+        let Some(f) = self.hash.lookup_pin(id, &self.frames) else {
+            return Ok(None);
+        };
+        let frame = &self.frames.frame(f);
+        let pin = Pin::new(&frame.desc);
+        let Some(latch) = frame.latch.try_write() else {
+            return Ok(None);
+        };
+        if frame.desc.state() != State::Valid || frame.desc.page_id() != id {
+            return Ok(None);
+        }
+        if frame.desc.poisoned.load(Relaxed) {
+            return Err(PoolError::PoisonedPage { page: id });
+        }
+        inc(&self.counters.page_requests);
+        self.after_hit(f, id);
+        Ok(Some(ExclusiveGuard::new(self, f, latch, pin, id)))
     }
 
     /// As [`fetch_shared`](Self::fetch_shared) with an exclusive latch.

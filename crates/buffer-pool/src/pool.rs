@@ -124,6 +124,26 @@ impl BufferPool {
         self.inner.try_fetch_shared_at(id, frame)
     }
 
+    /// [`get_exclusive`](Self::get_exclusive) only if it can be served at once: `Ok(None)` when
+    /// the page is not in the pool (nothing is read), is being read, or is latched or pinned
+    /// for a latch by anyone, this thread included. For a thread that holds other pages'
+    /// latches and must never wait for this one (a writer latching further leaves of one
+    /// mini-transaction, where others may latch in another order).
+    pub fn try_get_exclusive(&self, id: PageId) -> Result<Option<ExclusiveGuard<'_>>, PoolError> {
+        self.inner.try_fetch_exclusive(id)
+    }
+
+    /// [`try_get_exclusive`](Self::try_get_exclusive) through a frame hint instead of the page
+    /// hash: `Ok(None)` when `frame` does not hold page `id` now or its latch is held; never
+    /// reads, never waits for a latch.
+    pub fn try_get_exclusive_at(
+        &self,
+        id: PageId,
+        frame: FrameNo,
+    ) -> Result<Option<ExclusiveGuard<'_>>, PoolError> {
+        self.inner.try_fetch_exclusive_at(id, frame)
+    }
+
     /// Asks the CPU to start loading `frame`'s latch and descriptor and the start and end of
     /// its page, for a page about to be latched through that frame hint while other work goes
     /// on (a scan's next leaf). Reads nothing, changes nothing; any frame number is accepted.

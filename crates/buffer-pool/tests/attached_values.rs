@@ -131,6 +131,50 @@ fn the_non_waiting_hinted_get_serves_the_page_or_steps_aside() {
     assert!(pool.try_get_shared_at(pid(3), frame).unwrap().is_none());
 }
 
+/// `try_get_exclusive` and `try_get_exclusive_at` never wait and never read: they latch a
+/// resident page whose latch is free, and answer `None` at once, leaving no pin, for a page
+/// latched by anyone (this thread too, shared or exclusively), a page not in the pool, or a
+/// hint at another page. What would break: a writer holding leaves of one mini-transaction
+/// that waited for a further leaf (a deadlock with a merge, which latches right to left), or
+/// that read a page in while holding them.
+#[test]
+fn the_non_waiting_exclusive_gets_latch_a_free_page_or_step_aside() {
+    let (_store, pool) = setup(small_config(64), 400);
+    let frame = pool.get_shared(pid(3)).unwrap().stamp().frame();
+    {
+        let page = pool.try_get_exclusive(pid(3)).unwrap().unwrap();
+        assert_eq!(read_u64(&page, 0), stamp_word(3));
+        // Held (by this thread): both step aside at once (a wait would hang the test).
+        assert!(pool.try_get_exclusive(pid(3)).unwrap().is_none());
+        assert!(pool.try_get_exclusive_at(pid(3), frame).unwrap().is_none());
+    }
+    {
+        let _reader = pool.get_shared(pid(3)).unwrap();
+        assert!(pool.try_get_exclusive(pid(3)).unwrap().is_none());
+        assert!(pool.try_get_exclusive_at(pid(3), frame).unwrap().is_none());
+    }
+    let page = pool.try_get_exclusive_at(pid(3), frame).unwrap().unwrap();
+    assert_eq!(read_u64(&page, 0), stamp_word(3));
+    drop(page);
+    assert!(pool.try_get_exclusive_at(pid(4), frame).unwrap().is_none());
+    assert!(pool
+        .try_get_exclusive_at(pid(3), FrameNo::from_raw(1 << 30))
+        .unwrap()
+        .is_none());
+    let reads = pool.stats().pages_read;
+    assert!(
+        pool.try_get_exclusive(pid(399)).unwrap().is_none(),
+        "page 399 was never read"
+    );
+    assert_eq!(pool.stats().pages_read, reads, "nothing was read for it");
+    // No pin was left behind by the refusals: the page can be discarded from the pool.
+    for p in 100..300 {
+        drop(pool.get_shared(pid(p)).unwrap());
+    }
+    assert!(pool.try_get_exclusive_at(pid(3), frame).unwrap().is_none());
+    assert!(pool.try_get_exclusive(pid(3)).unwrap().is_none());
+}
+
 /// Readers follow hints that go stale all the time (a 32-frame pool over 400 pages, a second
 /// thread reading at random), then every frame must still be evictable: a pin taken through a
 /// stale hint and lost, or counted twice, would leave a frame that the final discard cannot free.

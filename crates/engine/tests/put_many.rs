@@ -185,3 +185,99 @@ fn put_many_locks_its_rows_against_other_writers() {
         Some(&b"batch"[..])
     );
 }
+
+/// Keys `0..n` as the scattered-batch test writes them.
+fn spread_key(i: u64) -> Vec<u8> {
+    format!("s{i:06}").into_bytes()
+}
+
+#[test]
+fn put_many_of_scattered_keys_shares_mini_transactions_across_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    // A pool that holds the table: a leaf that is not in the pool is not latched without a
+    // wait (the run stops there), and evictions would make the count below depend on timing.
+    let options = || {
+        EngineOptions::default()
+            .page_size(PageSize::K4)
+            .buffer_pool_bytes(16 << 20)
+            .lock_wait_timeout(Duration::from_millis(50))
+    };
+    let db = Engine::open(dir.path(), options()).unwrap();
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    // About 30 rows of 100 bytes a 4 KiB leaf: 6000 rows fill some 200 leaves.
+    let loaded: Vec<(Vec<u8>, Vec<u8>)> =
+        (0..6000).map(|i| (spread_key(i), vec![1; 100])).collect();
+    let mut tx = db.begin();
+    tx.put_many(&t, loaded.iter().map(|(k, v)| (&k[..], &v[..])))
+        .unwrap();
+    tx.commit().unwrap();
+    assert!(db.check_table(&t).unwrap().leaf_pages > 150);
+    // Every 50th row, updated with a value of the same size (the leaves, filled in key order,
+    // have no room to grow: a split would take the general path): about one leaf in two.
+    let batch: Vec<(Vec<u8>, Vec<u8>)> = (0..120)
+        .map(|i| (spread_key(i * 50), vec![2; 100]))
+        .collect();
+    let appends = |db: &Engine| db.status().redo.appends;
+    for commit in [false, true] {
+        let snapshot = db.snapshot();
+        let mut tx = db.begin();
+        let before = appends(&db);
+        tx.put_many(&t, batch.iter().map(|(k, v)| (&k[..], &v[..])))
+            .unwrap();
+        let spent = appends(&db) - before;
+        // A mini-transaction per leaf would take 120 appends; runs of up to 16 leaves take
+        // about 120 / 16 (and the undo log's start a few).
+        assert!(
+            spent < 30,
+            "{spent} redo appends for {} rows over 120 leaves",
+            batch.len()
+        );
+        for (k, v) in batch.iter().step_by(5) {
+            assert_eq!(tx.get(&t, k).unwrap().as_ref(), Some(v));
+            assert_ne!(
+                snapshot.get(&t, k).unwrap().as_ref(),
+                Some(v),
+                "not visible before commit"
+            );
+        }
+        if commit {
+            tx.commit().unwrap();
+        } else {
+            tx.rollback().unwrap();
+            assert_eq!(
+                rows(&db, &t),
+                loaded.iter().cloned().collect::<BTreeMap<_, _>>(),
+                "the rollback undid every leaf's rows"
+            );
+        }
+    }
+    let mut expected: BTreeMap<Vec<u8>, Vec<u8>> = loaded.into_iter().collect();
+    expected.extend(batch.iter().cloned());
+    assert_eq!(rows(&db, &t), expected);
+    db.check_table(&t).unwrap();
+    db.close().unwrap();
+    let db = Engine::open(dir.path(), options()).unwrap();
+    let t = db.table("t").unwrap();
+    assert_eq!(rows(&db, &t), expected, "after a restart");
+
+    // A row another transaction holds, in the middle of a run over many leaves: the rows
+    // before it are written, it and those after it are not.
+    let mut holder = db.begin();
+    holder.put(&t, &spread_key(3000), b"held").unwrap();
+    let scattered: Vec<(Vec<u8>, Vec<u8>)> = (0..60)
+        .map(|i| (spread_key(i * 100), vec![4; 10]))
+        .collect();
+    let mut tx = db.begin();
+    let err = tx
+        .put_many(&t, scattered.iter().map(|(k, v)| (&k[..], &v[..])))
+        .unwrap_err();
+    assert!(matches!(err, Error::LockWaitTimeout { .. }), "{err}");
+    assert_eq!(tx.get(&t, &spread_key(2900)).unwrap(), Some(vec![4; 10]));
+    assert_eq!(
+        tx.get(&t, &spread_key(3100)).unwrap(),
+        expected.get(&spread_key(3100)).cloned()
+    );
+    tx.rollback().unwrap();
+    holder.rollback().unwrap();
+    assert_eq!(rows(&db, &t), expected);
+}
