@@ -281,3 +281,87 @@ fn put_many_of_scattered_keys_shares_mini_transactions_across_leaves() {
     holder.rollback().unwrap();
     assert_eq!(rows(&db, &t), expected);
 }
+
+/// Three writers put scattered batches of interleaved keys (each its own residue mod 3, so
+/// their runs cross the same leaves without waiting for each other's rows) and delete some,
+/// while background purge removes the deleted rows (merging leaves, right to left) and a
+/// reader scans.
+/// What would break: a run that waited for a leaf latch while holding others (a deadlock
+/// with another run or a merge: the test would hang), or a run over leaves that placed a
+/// row in the wrong leaf or lost one (the final rows differ from the writers' models, or the
+/// tree check fails).
+#[test]
+fn concurrent_runs_over_many_leaves_with_deletes_and_purge() {
+    const KEYS: u64 = 9000;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Engine::open(
+        dir.path(),
+        EngineOptions::default()
+            .page_size(PageSize::K4)
+            .buffer_pool_bytes(16 << 20)
+            .lock_wait_timeout(Duration::from_secs(10)),
+    )
+    .unwrap();
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let models: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = std::thread::scope(|s| {
+        let reader = s.spawn(|| {
+            let mut scans = 0u64;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut last: Option<Vec<u8>> = None;
+                for row in db.range(&t, ..).unwrap() {
+                    let (k, _) = row.unwrap();
+                    assert!(
+                        last.as_ref().is_none_or(|l| *l < k),
+                        "a scan saw keys in order"
+                    );
+                    last = Some(k);
+                }
+                scans += 1;
+            }
+            scans
+        });
+        let writers: Vec<_> = (0..3u64)
+            .map(|w| {
+                let (db, t) = (&db, &t);
+                s.spawn(move || {
+                    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (w + 1));
+                    let mut model = BTreeMap::new();
+                    for round in 0..40u64 {
+                        let n = 50 + rng.below(200);
+                        let keys: Vec<Vec<u8>> = (0..n)
+                            .map(|_| spread_key(rng.below(KEYS / 3) * 3 + w))
+                            .collect();
+                        let mut tx = db.begin();
+                        if round % 4 == 3 {
+                            for k in &keys {
+                                tx.delete(t, k).unwrap();
+                                model.remove(k);
+                            }
+                        } else {
+                            let rows: Vec<(Vec<u8>, Vec<u8>)> = keys
+                                .into_iter()
+                                .map(|k| {
+                                    let len = 20 + rng.below(200) as usize;
+                                    (k, vec![(round as u8) ^ (w as u8); len])
+                                })
+                                .collect();
+                            tx.put_many(t, rows.iter().map(|(k, v)| (&k[..], &v[..])))
+                                .unwrap();
+                            model.extend(rows);
+                        }
+                        tx.commit().unwrap();
+                    }
+                    model
+                })
+            })
+            .collect();
+        let models = writers.into_iter().map(|h| h.join().unwrap()).collect();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(reader.join().unwrap() > 0);
+        models
+    });
+    let expected: BTreeMap<Vec<u8>, Vec<u8>> = models.into_iter().flatten().collect();
+    assert_eq!(rows(&db, &t), expected);
+    db.check_table(&t).unwrap();
+}
