@@ -90,6 +90,16 @@ impl Writer {
             self.deleted += 1;
         }
     }
+
+    /// Counts `rows` rows written at once (a run of `put_many`): one update of the shared
+    /// weight instead of one per row.
+    fn count_written(&mut self, rows: usize) {
+        let rows = rows as u64;
+        if rows > 0 {
+            self.locks.add_weight(rows);
+            self.written += rows;
+        }
+    }
 }
 
 impl<'e> Transaction<'e> {

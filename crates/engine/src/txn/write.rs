@@ -125,9 +125,7 @@ impl Transaction<'_> {
             .mvcc
             .write_run_in_place(tree, log, &writer.locks, writer.id, run)
             .map_err(|e| Error::table(table.name(), e))?;
-        for _ in 0..written {
-            writer.count(true);
-        }
+        writer.count_written(written);
         Ok((written, blocked))
     }
 
