@@ -196,11 +196,14 @@ fn put_many_of_scattered_keys_shares_mini_transactions_across_leaves() {
     let dir = tempfile::tempdir().unwrap();
     // A pool that holds the table: a leaf that is not in the pool is not latched without a
     // wait (the run stops there), and evictions would make the count below depend on timing.
+    // No background purge, and a checkpoint before each measured batch (below): the count is of
+    // everyone's appends, and a page being flushed is latched, which also ends a run.
     let options = || {
         EngineOptions::default()
             .page_size(PageSize::K4)
             .buffer_pool_bytes(16 << 20)
             .lock_wait_timeout(Duration::from_millis(50))
+            .background_purge(false)
     };
     let db = Engine::open(dir.path(), options()).unwrap();
     let t = db.create_table("t", TableOptions::default()).unwrap();
@@ -221,6 +224,7 @@ fn put_many_of_scattered_keys_shares_mini_transactions_across_leaves() {
     for commit in [false, true] {
         let snapshot = db.snapshot();
         let mut tx = db.begin();
+        db.checkpoint().unwrap();
         let before = appends(&db);
         tx.put_many(&t, batch.iter().map(|(k, v)| (&k[..], &v[..])))
             .unwrap();
