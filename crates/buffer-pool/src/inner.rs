@@ -373,23 +373,9 @@ impl Inner {
         &self,
         id: PageId,
     ) -> Result<Option<SharedGuard<'_>>, PoolError> {
-        let Some(f) = self.hash.lookup_pin(id, &self.frames) else {
-            return Ok(None);
-        };
-        let frame = &self.frames.frame(f);
-        let pin = Pin::new(&frame.desc);
-        let Some(latch) = frame.latch.try_read() else {
-            return Ok(None);
-        };
-        if frame.desc.state() != State::Valid || frame.desc.page_id() != id {
-            return Ok(None);
-        }
-        if frame.desc.poisoned.load(Relaxed) {
-            return Err(PoolError::PoisonedPage { page: id });
-        }
-        inc(&self.counters.page_requests);
-        self.after_hit(f, id);
-        Ok(Some(SharedGuard::new(latch, pin, id, f)))
+        Ok(self
+            .try_latch_looked_up(id, |frame| frame.latch.try_read())?
+            .map(|(f, pin, latch)| SharedGuard::new(latch, pin, id, f)))
     }
 
     /// [`try_fetch_shared`](Self::try_fetch_shared) with an exclusive latch: `None` when the
@@ -398,12 +384,27 @@ impl Inner {
         &self,
         id: PageId,
     ) -> Result<Option<ExclusiveGuard<'_>>, PoolError> {
+        Ok(self
+            .try_latch_looked_up(id, |frame| frame.latch.try_write())?
+            .map(|(f, pin, latch)| ExclusiveGuard::new(self, f, latch, pin, id)))
+    }
+
+    /// The non-waiting fetches' common part (as [`latch_at`](Self::latch_at) is the hinted
+    /// ones'): looks `id` up and pins its frame, takes its latch with `latch` if that needs no
+    /// wait, and checks the frame still holds `id`, counting the hit. `None` when the page is
+    /// not in the pool or `latch` gave no latch.
+    #[inline]
+    fn try_latch_looked_up<'a, L>(
+        &'a self,
+        id: PageId,
+        latch: impl FnOnce(&'a Frame) -> Option<L>,
+    ) -> Result<Option<(u32, Pin<'a>, L)>, PoolError> {
         let Some(f) = self.hash.lookup_pin(id, &self.frames) else {
             return Ok(None);
         };
-        let frame = &self.frames.frame(f);
+        let frame = self.frames.frame(f);
         let pin = Pin::new(&frame.desc);
-        let Some(latch) = frame.latch.try_write() else {
+        let Some(latch) = latch(frame) else {
             return Ok(None);
         };
         if frame.desc.state() != State::Valid || frame.desc.page_id() != id {
@@ -414,7 +415,7 @@ impl Inner {
         }
         inc(&self.counters.page_requests);
         self.after_hit(f, id);
-        Ok(Some(ExclusiveGuard::new(self, f, latch, pin, id)))
+        Ok(Some((f, pin, latch)))
     }
 
     /// As [`fetch_shared`](Self::fetch_shared) with an exclusive latch.
