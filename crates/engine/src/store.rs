@@ -10,9 +10,9 @@ use barracuda_page::{Lsn, PageId, SpaceId};
 
 use crate::catalog::Catalog;
 use crate::compression::{PageEncoder, SpaceCompression};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::redo_sink::RedoSink;
-use crate::tablespace::Tablespace;
+use crate::tablespace::{recorded_size, Tablespace};
 use crate::torn_writes::PageWrites;
 
 /// Registry of open tablespaces by space id.
@@ -177,6 +177,16 @@ impl PageStore for SpaceRegistry {
             compression
                 .entry(id.space_id)
                 .or_insert_with(|| self.get(id.space_id).and_then(|s| s.compression()));
+        }
+        // A page 0 goes to disk (and to the doublewrite file) only once the file holds the
+        // pages it records: growth is not synced when it happens (`Tablespace::grow_to`).
+        for (id, page) in pages.iter().filter(|(id, _)| id.page_no == 0) {
+            let space = self.space(*id)?;
+            let recorded = recorded_size(page, space.page_size())
+                .map_err(|e| StoreError::new(*id, Error::page(space.path(), *id, e)))?;
+            space
+                .before_header_write(recorded)
+                .map_err(|e| StoreError::new(*id, e))?;
         }
         let batch = self
             .encoder

@@ -10,6 +10,7 @@ use barracuda_page::{
     seal_page, verify_page, FileHeader, IndexPage, PageError, PageId, PageNo, PageSize, PageType,
     SpaceHeader, SpaceId, TrxSysPage, UndoPage,
 };
+use parking_lot::Mutex;
 
 use crate::compression::{decode_stored_page, CompressionCounters, SpaceCompression};
 use crate::error::{Error, Result};
@@ -36,6 +37,13 @@ pub(crate) struct Tablespace {
     page_size: PageSize,
     /// The high-water mark of page 0, cached for read-ahead and `status`.
     size_pages: AtomicU32,
+    /// Pages the file is known to hold durably (its length synced since this handle opened
+    /// it; 0 at open): a page 0 recording more is not written before the length is synced
+    /// ([`before_header_write`](Self::before_header_write)).
+    durable_pages: AtomicU32,
+    /// Held while the file's length changes, so that a length checked is still the length
+    /// when it is extended (a growth and a header write must not shrink each other's).
+    length: Mutex<()>,
     /// How its pages are compressed when written, `None` for a table without page compression.
     compression: Option<SpaceCompression>,
     /// The block size its index pages are kept in (row compression), with the table's
@@ -101,6 +109,8 @@ impl Tablespace {
             file,
             page_size,
             size_pages: AtomicU32::new(page_size.pages_per_extent()),
+            durable_pages: AtomicU32::new(0),
+            length: Mutex::new(()),
             zip: None,
         })
     }
@@ -204,6 +214,8 @@ impl Tablespace {
             file,
             page_size,
             size_pages: AtomicU32::new(header.size_in_pages),
+            durable_pages: AtomicU32::new(0),
+            length: Mutex::new(()),
             zip: None,
         })
     }
@@ -256,15 +268,38 @@ impl Tablespace {
         self.size_pages.load(Ordering::Acquire)
     }
 
-    /// Extends the file to `pages` pages (file growth happens an extent at a time) and makes the
-    /// new length durable before returning: the mtr that records the new size in page 0 is
-    /// logged after this, and neither recovery nor the open path ever has to guess a length
-    /// (a file shorter than its header says stays an error, never silently extended).
+    /// Extends the file to `pages` pages (file growth happens an extent at a time), without
+    /// syncing: the new length becomes durable with the next sync of the file, and at the
+    /// latest before a page 0 that records it is written
+    /// ([`before_header_write`](Self::before_header_write)). So the page 0 on disk never
+    /// claims more pages than the file durably holds, and the open path's check that it does
+    /// not stays strict. Until then a power cut may take the growth back; recovery reads a
+    /// page past the end as never written, and every page there that is in use was created
+    /// after the last checkpoint (a checkpoint syncs the file), so the log rebuilds it from
+    /// its INIT_PAGE. Syncing here instead cost a load one `fsync` of the whole file's dirty
+    /// data per growth, waited for by the thread that allocated.
     pub(crate) fn grow_to(&self, pages: u32) -> Result<()> {
-        self.file
-            .set_len(u64::from(pages) * self.page_size.bytes() as u64)?;
-        self.file.sync_all()?;
+        let _length = self.length.lock();
+        let bytes = u64::from(pages) * self.page_size.bytes() as u64;
+        if self.file.len()? < bytes {
+            self.file.set_len(bytes)?;
+        }
         self.size_pages.fetch_max(pages, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Called before page 0, recording `recorded_pages` pages, is written (its doublewrite
+    /// copy included): makes the file hold that many pages durably first, extending it if it
+    /// is shorter (after a power cut took back a growth that the log recorded). A sync only
+    /// when the size recorded is above what this handle last made durable.
+    pub(crate) fn before_header_write(&self, recorded_pages: u32) -> Result<()> {
+        if self.durable_pages.load(Ordering::Acquire) >= recorded_pages {
+            return Ok(());
+        }
+        let _length = self.length.lock();
+        cover_recorded_size(&*self.file, self.page_size, recorded_pages)?;
+        self.durable_pages
+            .fetch_max(recorded_pages, Ordering::AcqRel);
         Ok(())
     }
 
@@ -361,6 +396,30 @@ impl Tablespace {
     fn offset(&self, page_no: PageNo) -> u64 {
         u64::from(page_no) * self.page_size.bytes() as u64
     }
+}
+
+/// Makes `file` hold `pages` pages durably: extends it if it is shorter, then syncs its data
+/// and length. What must happen before a page 0 recording `pages` is written (see
+/// [`Tablespace::grow_to`]); recovery calls it directly on the files it writes.
+pub(crate) fn cover_recorded_size(
+    file: &dyn PageFile,
+    page_size: PageSize,
+    pages: u32,
+) -> Result<()> {
+    let bytes = u64::from(pages) * page_size.bytes() as u64;
+    if file.len()? < bytes {
+        file.set_len(bytes)?;
+    }
+    file.sync_data()?;
+    Ok(())
+}
+
+/// The size in pages that `page0`, an image of a space's page 0 about to be written, records.
+pub(crate) fn recorded_size(
+    page0: &[u8],
+    page_size: PageSize,
+) -> std::result::Result<u32, PageError> {
+    SpaceHeader::read(page0, page_size).map(|header| header.size_in_pages)
 }
 
 /// A table's compression on `file`: its images are rounded up to the file system's block.

@@ -5,12 +5,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use barracuda_io::{FileSystem, OpenOptions, PageFile};
-use barracuda_page::{PageId, SpaceId};
+use barracuda_page::{PageId, PageSize, SpaceId};
 use parking_lot::Mutex;
 
 use crate::compression::{PageEncoder, SpaceCompression};
 use crate::error::{Error, Result};
 use crate::options::PageCompression;
+use crate::tablespace::{cover_recorded_size, recorded_size};
 use crate::torn_writes::PageWrites;
 
 /// The tablespace files recovery writes, each opened once on first use (one handle per file,
@@ -69,6 +70,18 @@ impl<'a> Files<'a> {
                 entry.insert(of);
             }
         }
+        // As the pool's writes do: the file holds the pages a page 0 records before it is
+        // written (a power cut may have taken back a growth the log recorded).
+        for (id, page) in pages.iter().filter(|(id, _)| id.page_no == 0) {
+            let file = self.get(id.space_id)?;
+            let page_size = PageSize::from_bytes(page.len()).ok_or_else(|| Error::Corrupt {
+                file: file.path().to_owned(),
+                what: format!("page 0 image of {} bytes", page.len()),
+            })?;
+            let recorded =
+                recorded_size(page, page_size).map_err(|e| Error::page(file.path(), *id, e))?;
+            cover_recorded_size(&*file, page_size, recorded)?;
+        }
         let batch = self
             .encoder
             .encode(pages, &|space| spaces.get(&space).copied().flatten());
@@ -104,8 +117,8 @@ impl<'a> Files<'a> {
         }
     }
 
-    /// Syncs the files recovery wrote. (File growth needs no repair: it is made durable before
-    /// any mtr records the new size, see `Tablespace::grow_to`.)
+    /// Syncs the files recovery wrote. (A growth a power cut took back is made good when page 0
+    /// is written, above: see `Tablespace::grow_to`.)
     pub(super) fn finish(&self) -> Result<()> {
         let touched = self.touched.lock().clone();
         for space in touched {
