@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
-use barracuda_btree::{BTreeError, Mtr, PageAllocator};
+use barracuda_btree::{BTreeError, IndexChange, Mtr, PageAllocator};
 use barracuda_buffer_pool::{BufferPool, ExclusiveGuard, PoolError, StoreError};
 use barracuda_page::{
-    bit_index, bitmap_page_for, pages_per_bitmap, space::format_bitmap_page, AllocationBitmap,
-    PageId, PageNo, PageSize, SpaceHeader, SpaceId,
+    bit_index, bitmap_byte_offset, bitmap_page_for, pages_per_bitmap,
+    space::{format_bitmap_page, SPACE_COUNTERS},
+    AllocationBitmap, PageId, PageNo, PageSize, SpaceHeader, SpaceId,
 };
 
 use crate::redo_sink::RedoSink;
@@ -166,9 +167,16 @@ impl PageAllocator for SpaceAllocator {
                 first_free
             }
         };
-        self.set_bit(&mut header_guard, &mut other_bitmaps, space, page_no, true)?;
+        self.set_bit(
+            &mut mtr,
+            &mut header_guard,
+            &mut other_bitmaps,
+            space,
+            page_no,
+            true,
+        )?;
         header.free_hint = page_no.saturating_add(1);
-        header.write(&mut header_guard);
+        write_counters(&mut mtr, &mut header_guard, &header)?;
         self.log.page_allocated(PageId::new(space, page_no));
         mtr.changed(header_guard);
         for guard in other_bitmaps {
@@ -193,9 +201,16 @@ impl PageAllocator for SpaceAllocator {
             ));
         }
         let mut others = Vec::new();
-        self.set_bit(&mut header_guard, &mut others, space, page.page_no, false)?;
+        self.set_bit(
+            &mut mtr,
+            &mut header_guard,
+            &mut others,
+            space,
+            page.page_no,
+            false,
+        )?;
         header.free_hint = header.free_hint.min(page.page_no);
-        header.write(&mut header_guard);
+        write_counters(&mut mtr, &mut header_guard, &header)?;
         self.log.page_freed(page);
         mtr.changed(header_guard);
         for guard in others {
@@ -282,11 +297,18 @@ impl SpaceAllocator {
             }
         }
         for page in pages {
-            self.set_bit(&mut header_guard, &mut others, space, page.page_no, false)?;
+            self.set_bit(
+                &mut mtr,
+                &mut header_guard,
+                &mut others,
+                space,
+                page.page_no,
+                false,
+            )?;
             header.free_hint = header.free_hint.min(page.page_no);
             self.log.page_freed(*page);
         }
-        header.write(&mut header_guard);
+        write_counters(&mut mtr, &mut header_guard, &header)?;
         mtr.changed(header_guard);
         for guard in others {
             mtr.changed(guard);
@@ -347,9 +369,11 @@ impl SpaceAllocator {
     }
 
     /// Sets the bit of `page_no` in the bitmap that covers it (page 0's or a further one,
-    /// latched into `others` if not already).
+    /// latched into `others` if not already), described to `mtr` as a one-byte write: a
+    /// diff would copy and compare the whole page for it, on every page a split allocates.
     fn set_bit<'a>(
         &'a self,
+        mtr: &mut Mtr<'_>,
         header_guard: &mut ExclusiveGuard<'a>,
         others: &mut Vec<ExclusiveGuard<'a>>,
         space: SpaceId,
@@ -389,17 +413,38 @@ impl SpaceAllocator {
                 ),
             ));
         }
-        AllocationBitmap::open(&mut guard[..], page_size)
+        AllocationBitmap::open(guard.described_change_mut(), page_size)
             .and_then(|mut bitmap| bitmap.set_used(bit, used))
-            .map_err(bitmap_err)
+            .map_err(bitmap_err)?;
+        let offset = bitmap_byte_offset(bit);
+        let bytes = guard.get(offset..offset + 1).unwrap_or_default();
+        mtr.describe(guard, IndexChange::Written { offset, bytes })
     }
 }
 
+/// Writes `header`'s size and free-page hint into page 0, described to `mtr` as the write
+/// of those few bytes (the rest of the header never changes after the space is created).
+fn write_counters(
+    mtr: &mut Mtr<'_>,
+    guard: &mut ExclusiveGuard<'_>,
+    header: &SpaceHeader,
+) -> Result<(), BTreeError> {
+    header.write_counters(guard.described_change_mut());
+    let bytes = guard.get(SPACE_COUNTERS).unwrap_or_default();
+    mtr.describe(
+        guard,
+        IndexChange::Written {
+            offset: SPACE_COUNTERS.start,
+            bytes,
+        },
+    )
+}
+
 /// Pages to add when a tablespace of `size` pages is full: an eighth of its size in whole
-/// extents, at least one extent and at most 64 MiB. Each growth is synced before the mtr that
-/// records it (a crash must not leave a recorded size the file does not have), so growing by one
-/// extent at a time cost a load one `fsync` per MiB of table. InnoDB: `fsp_try_extend_data_file`
-/// grows by whole extents and, past 32 MiB, by `innodb_autoextend_increment` (64 MiB).
+/// extents, at least one extent and at most 64 MiB: each growth is a `set_len`, and the page 0
+/// write that follows it waits for the file's sync (`Tablespace::before_header_write`). InnoDB:
+/// `fsp_try_extend_data_file` grows by whole extents and, past 32 MiB, by
+/// `innodb_autoextend_increment` (64 MiB).
 fn growth_pages(size: u32, page_size: PageSize) -> u32 {
     let extent = page_size.pages_per_extent();
     let most = u32::try_from((64usize << 20) / page_size.bytes()).unwrap_or(u32::MAX);

@@ -60,7 +60,9 @@ pub use index::{
     INLINE_HEADER_SIZE, MAX_ROLL_PTR, MAX_TRX_ID, OVERFLOW_HEADER_SIZE, SYS_FIELDS_SIZE,
 };
 pub use overflow::{payload_capacity, OverflowPage};
-pub use space::{bit_index, bitmap_page_for, pages_per_bitmap, AllocationBitmap, SpaceHeader};
+pub use space::{
+    bit_index, bitmap_byte_offset, bitmap_page_for, pages_per_bitmap, AllocationBitmap, SpaceHeader,
+};
 pub use trx_sys::TrxSysPage;
 pub use undo::{UndoKind, UndoLogHeader, UndoLogState, UndoPage, UndoRecord};
 pub use unused::zero_unused_space;

@@ -38,6 +38,9 @@ pub const OFF_SPACE_SIZE: usize = FIL_HEADER_SIZE + 18;
 pub const OFF_SPACE_FREE_HINT: usize = FIL_HEADER_SIZE + 22;
 /// Offset of the allocation bitmap.
 pub const BITMAP_START: usize = 80;
+/// The bytes of page 0 that change as pages are allocated and freed: the size in pages and
+/// the free-page hint ([`SpaceHeader::write_counters`] writes them and nothing else).
+pub const SPACE_COUNTERS: std::ops::Range<usize> = OFF_SPACE_SIZE..OFF_SPACE_FREE_HINT + 4;
 
 /// Flags bits 0..=3: ROW_FORMAT=COMPRESSED block size as `ssize` (0 = not compressed, else
 /// KEY_BLOCK_SIZE = `512 << ssize`, 1..=5). InnoDB: FSP_FLAGS_ZIP_SSIZE.
@@ -159,6 +162,14 @@ impl SpaceHeader {
         put_u32(buf, OFF_SPACE_SPACE_ID, self.space_id);
         put_u8(buf, OFF_SPACE_PAGE_SHIFT, self.page_size.shift());
         put_u32(buf, OFF_SPACE_FLAGS, self.flags);
+        put_u32(buf, OFF_SPACE_SIZE, self.size_in_pages);
+        put_u32(buf, OFF_SPACE_FREE_HINT, self.free_hint);
+    }
+
+    /// Writes only the size in pages and the free-page hint ([`SPACE_COUNTERS`]) into `buf`
+    /// (page 0): what an allocation or a free changes in the header, as a write of a few
+    /// bytes a log can describe instead of diffing the page for it.
+    pub fn write_counters(&self, buf: &mut [u8]) {
         put_u32(buf, OFF_SPACE_SIZE, self.size_in_pages);
         put_u32(buf, OFF_SPACE_FREE_HINT, self.free_hint);
     }
@@ -297,6 +308,12 @@ impl<B: AsRef<[u8]>> AllocationBitmap<B> {
     pub fn count_used(&self) -> u32 {
         self.bits().iter().map(|b| b.count_ones()).sum()
     }
+}
+
+/// The offset in its bitmap page of the byte that holds bit `i` (a page's
+/// [`bit_index`]): the one byte [`AllocationBitmap::set_used`] changes.
+pub const fn bitmap_byte_offset(i: u32) -> usize {
+    BITMAP_START + i as usize / 8
 }
 
 impl<B: AsRef<[u8]> + AsMut<[u8]>> AllocationBitmap<B> {
