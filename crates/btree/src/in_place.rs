@@ -347,8 +347,15 @@ impl BTree {
         };
         let mut free = node.free_space();
         let (mut bytes, mut previous) = (0, None);
-        let mut currents = Vec::new();
-        let mut found = Vec::new();
+        // Sized for the rows the leaf's free space could take (a load in key order fills a
+        // fresh leaf; a scattered batch puts a row or two in each of many leaves).
+        let expected = rows.first().map_or(0, |&(key, value)| {
+            let one = node::record_size(page_size, key.len(), Value::Inline(value)).max(1);
+            (node.free_space() / one + 1).min(rows.len()).min(max_rows)
+        });
+        let mut currents = Vec::with_capacity(expected);
+        let mut found = Vec::with_capacity(expected);
+        let n = node.len();
         for (i, &(key, value)) in rows.iter().enumerate() {
             bytes += key.len() + value.len();
             let limited = i > 0 || !first_goes;
@@ -366,7 +373,12 @@ impl BTree {
             }
             let needed = node::record_size(page_size, key.len(), Value::Inline(value));
             // As `LeafFit::of` counts: a replaced record's bytes are freed by its successor.
-            let position = node.search(key);
+            // A row after one that goes past the leaf's last record goes there too (its key is
+            // above that row's): a load in key order searches the leaf once per run.
+            let position = match found.last() {
+                Some(&Err(at)) if at == n => Err(n),
+                _ => node.search(key),
+            };
             let (current, room) = match position {
                 Ok(pos) => (
                     Some(StoredRecord {

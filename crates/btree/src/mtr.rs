@@ -294,9 +294,15 @@ impl<'a> Mtr<'a> {
         };
         // The page took the record already: its encoding is copied from the heap rather than
         // made a second time (a load describes every row it writes).
-        let on_page = record.and_then(|_| {
+        // The record's length is known, so its range is read from the slot, not by decoding
+        // it again (debug builds compare the bytes with a fresh encoding below).
+        let on_page = record.and_then(|record| {
             let page = IndexPage::open_trusted(&guard[..], PageSize::from_bytes(guard.len())?);
-            guard.get(page.ok()?.encoded_record_range(pos).ok()?)
+            let range = page
+                .ok()?
+                .encoded_record_range_of_len(pos, record.encoded_len())
+                .ok()?;
+            guard.get(range)
         });
         if let Some(encoded) = on_page {
             #[cfg(debug_assertions)]

@@ -218,6 +218,13 @@ impl Inner {
     /// The block of compressed-only page `id`, taken back for a read that owns the page's
     /// hash entry.
     pub(crate) fn take_zip_only(&self, id: PageId) -> Option<ZipSlot> {
+        // No lock when there are none (every page of an uncompressed table that is created or
+        // read): `keep_block_of` counts a page's block under the page's hash shard before the
+        // page leaves the hash, and the caller has since taken that shard to insert `id`, so a
+        // count that includes `id`'s block is visible here; only the entry's owner takes it.
+        if self.zip_only_len.load(Relaxed) == 0 {
+            return None;
+        }
         let mut zip_only = self.zip_only.lock();
         let slot = zip_only.take(id);
         self.zip_only_len.store(zip_only.len(), Relaxed);

@@ -444,6 +444,32 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
         Ok(off..off + len)
     }
 
+    /// Where the page holds record `i`'s encoding, when the caller knows its length (`len`,
+    /// the [`Record::encoded_len`] of a record it just wrote there):
+    /// [`encoded_record_range`](Self::encoded_record_range) without decoding the record. Fails
+    /// where `i` is out of range or the bytes would reach past the heap; it cannot tell a wrong
+    /// `len` that stays inside the heap.
+    pub fn encoded_record_range_of_len(
+        &self,
+        i: usize,
+        len: usize,
+    ) -> Result<std::ops::Range<usize>, PageError> {
+        if i >= self.len() {
+            return Err(PageError::corrupt(
+                self.page_id(),
+                format!("record {i} requested of {}", self.len()),
+            ));
+        }
+        let off = self.slot(i);
+        match off.checked_add(len) {
+            Some(end) if end <= self.heap_top() => Ok(off..end),
+            _ => Err(PageError::corrupt(
+                self.page_id(),
+                format!("record {i} of {len} bytes at offset {off} reaches past the heap"),
+            )),
+        }
+    }
+
     /// The key of record `i`; fails as [`record`](Self::record) does.
     pub fn key(&self, i: usize) -> Result<&[u8], PageError> {
         self.record(i).map(|r| r.key)
