@@ -384,8 +384,7 @@ impl<'a> Mtr<'a> {
             crate::zip::sync_pages(zip, &mut self.changed);
         }
         let range = {
-            let changes = self.described_changes();
-            let (grouped, spans) = self.group_by_page(&changes);
+            let (grouped, spans) = self.group_by_page(self.described_changes());
             let pages: SmallVec<[PageChange<'_>; INLINE_PAGES]> = self
                 .changed
                 .iter()
@@ -417,14 +416,19 @@ impl<'a> Mtr<'a> {
     /// the groups. Linear in changes and pages: a run of rows over many leaves describes a
     /// change per row on each of a dozen pages, where a search of every change per page was
     /// quadratic. A change of a page not handed to the mtr is left out (nothing logs it).
+    /// Changes that are grouped already — the common case: a run describes its undo page's
+    /// changes, then each leaf's — come back as they are, without a copy.
     fn group_by_page<'c>(
         &self,
-        changes: &[DescribedChange<'c>],
+        changes: SmallVec<[DescribedChange<'c>; INLINE_PAGES]>,
     ) -> (
         SmallVec<[DescribedChange<'c>; INLINE_PAGES]>,
         SmallVec<[std::ops::Range<usize>; INLINE_PAGES]>,
     ) {
         let pages = self.changed.len();
+        if let Some(spans) = self.spans_if_grouped() {
+            return (changes, spans);
+        }
         // Each change's page, as an index into `changed` (`pages`: none) beside the change's
         // own index. A page's changes mostly follow each other, so the search starts at the
         // last page found.
@@ -455,6 +459,24 @@ impl<'a> Mtr<'a> {
             spans.push(start..grouped.len());
         }
         (grouped, spans)
+    }
+
+    /// Each page's span of the described changes if every page's changes follow each other
+    /// in the order of `changed` and every change is of a page handed to the mtr; `None`
+    /// otherwise (they must be regrouped).
+    fn spans_if_grouped(&self) -> Option<SmallVec<[std::ops::Range<usize>; INLINE_PAGES]>> {
+        let mut spans = SmallVec::with_capacity(self.changed.len());
+        let mut described = self.described.iter().peekable();
+        let mut at = 0;
+        for guard in &self.changed {
+            let id = guard.page_id();
+            let start = at;
+            while described.next_if(|d| d.page == id).is_some() {
+                at += 1;
+            }
+            spans.push(start..at);
+        }
+        described.peek().is_none().then_some(spans)
     }
 
     /// The described changes, their records' encodings borrowed from
