@@ -828,7 +828,14 @@ impl EngineInner {
         if let Some(why) = self.read_only_reason() {
             return Err(Error::ReadOnly(why));
         }
-        self.pool.flush_all()?;
+        if let Err(err) = self.pool.flush_all() {
+            // A page write that failed is retried by the next checkpoint; a sync that failed
+            // on the way (before a page 0 was written) is not: see `Tablespace::sync`.
+            if let Some(space) = self.spaces.all().iter().find(|s| s.sync_has_failed()) {
+                self.poison(format!("fsync of {} failed: {err}", space.path().display()));
+            }
+            return Err(err.into());
+        }
         self.fuzzy_checkpoint()
     }
 

@@ -2,7 +2,7 @@
 //! growth. Writes go through the store's encoder and the torn-write protection.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use barracuda_io::{FileSystem, OpenOptions, PageFile};
@@ -44,6 +44,11 @@ pub(crate) struct Tablespace {
     /// Held while the file's length changes, so that a length checked is still the length
     /// when it is extended (a growth and a header write must not shrink each other's).
     length: Mutex<()>,
+    /// Set when a sync of the file failed: the kernel may have dropped pages written before it
+    /// while a later sync reports success (PostgreSQL's "fsyncgate"), so every later sync
+    /// through [`sync`](Self::sync) or [`before_header_write`](Self::before_header_write) fails
+    /// too — the checkpoint's then turns the engine read-only.
+    sync_failed: AtomicBool,
     /// How its pages are compressed when written, `None` for a table without page compression.
     compression: Option<SpaceCompression>,
     /// The block size its index pages are kept in (row compression), with the table's
@@ -111,6 +116,7 @@ impl Tablespace {
             size_pages: AtomicU32::new(page_size.pages_per_extent()),
             durable_pages: AtomicU32::new(0),
             length: Mutex::new(()),
+            sync_failed: AtomicBool::new(false),
             zip: None,
         })
     }
@@ -216,6 +222,7 @@ impl Tablespace {
             size_pages: AtomicU32::new(header.size_in_pages),
             durable_pages: AtomicU32::new(0),
             length: Mutex::new(()),
+            sync_failed: AtomicBool::new(false),
             zip: None,
         })
     }
@@ -297,9 +304,29 @@ impl Tablespace {
             return Ok(());
         }
         let _length = self.length.lock();
-        cover_recorded_size(&*self.file, self.page_size, recorded_pages)?;
+        self.check_no_failed_sync()?;
+        if let Err(err) = cover_recorded_size(&*self.file, self.page_size, recorded_pages) {
+            self.sync_failed.store(true, Ordering::Release);
+            return Err(err);
+        }
         self.durable_pages
             .fetch_max(recorded_pages, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Whether a sync of the file failed (every later one fails too).
+    pub(crate) fn sync_has_failed(&self) -> bool {
+        self.sync_failed.load(Ordering::Acquire)
+    }
+
+    /// An error if a sync of the file failed before (see `sync_failed`).
+    fn check_no_failed_sync(&self) -> Result<()> {
+        if self.sync_failed.load(Ordering::Acquire) {
+            return Err(Error::ReadOnly(format!(
+                "an earlier sync of {} failed: pages written before it may be lost",
+                self.path.display()
+            )));
+        }
         Ok(())
     }
 
@@ -387,9 +414,14 @@ impl Tablespace {
         Ok(())
     }
 
-    /// Makes everything written so far durable.
+    /// Makes everything written so far durable. Fails, now and from then on, once a sync of
+    /// the file failed.
     pub(crate) fn sync(&self) -> Result<()> {
-        self.file.sync_data()?;
+        self.check_no_failed_sync()?;
+        if let Err(err) = self.file.sync_data() {
+            self.sync_failed.store(true, Ordering::Release);
+            return Err(err.into());
+        }
         Ok(())
     }
 

@@ -13,8 +13,8 @@ use common::chain;
 use std::path::Path;
 use std::sync::Arc;
 
-use barracuda::fs::{FaultError, FaultyFileSystem, FileSystem, OpKind};
-use barracuda::{Engine, EngineOptions, TableOptions};
+use barracuda::fs::{FaultError, FaultyFileSystem, FileSystem, OpKind, PageFile};
+use barracuda::{Engine, EngineOptions, Error, FlushSettings, PageSize, TableOptions};
 
 fn options(fs: &FaultyFileSystem) -> EngineOptions {
     EngineOptions::default()
@@ -154,4 +154,56 @@ fn a_table_dropped_right_before_a_power_loss_stays_dropped() {
         .unwrap());
     db.create_table("gone", TableOptions::default()).unwrap();
     db.close().unwrap();
+}
+
+/// A table file grows without a sync; its length is synced before a page 0 recording it is
+/// written. When that sync fails the engine turns read-only at once: the kernel may have
+/// dropped pages written before it while a retried sync would report success, so the failed
+/// sync is remembered, never retried into a success.
+#[test]
+fn a_failed_sync_before_a_grown_header_is_written_turns_the_engine_read_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = FaultyFileSystem::new();
+    // Everything stays in the pool and the cleaner writes nothing by its own choice: the
+    // checkpoint below is the first write of the table's pages.
+    let mut quiet = FlushSettings::default();
+    quiet.set_adaptive_flushing(false);
+    quiet.set_max_dirty_pages_pct(99.999).unwrap();
+    quiet.set_max_dirty_pages_pct_lwm(0.0).unwrap();
+    quiet.set_idle_flush_pct(0).unwrap();
+    let options = EngineOptions::default()
+        .page_size(PageSize::K4)
+        .buffer_pool_bytes(16 << 20)
+        .flush_settings(quiet)
+        .file_system(Arc::new(fs.clone()));
+    let db = Engine::open(tmp.path(), options).unwrap();
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    let path = tmp.path().join("tables").join("t.ibd");
+    let file = fs.file(&path).unwrap();
+    let created = file.len().unwrap();
+    let mut i = 0u32;
+    while file.len().unwrap() == created {
+        db.put(&t, &i.to_be_bytes(), &[3; 200]).unwrap();
+        i += 1;
+    }
+    file.fail_nth(OpKind::Sync, 1, FaultError::Eio);
+    let syncs_before = file.op_count(OpKind::Sync);
+
+    let err = db.checkpoint().unwrap_err();
+    assert_eq!(
+        file.op_count(OpKind::Sync),
+        syncs_before + 1,
+        "the checkpoint synced the table file once, and that sync failed: {err}"
+    );
+    let text = chain(&err);
+    assert!(text.contains("t.ibd"), "names the file: {text}");
+    assert!(
+        matches!(db.put(&t, b"after", b"v"), Err(Error::ReadOnly(_))),
+        "the engine refuses writes after the failed sync"
+    );
+    assert!(
+        matches!(db.checkpoint(), Err(Error::ReadOnly(_))),
+        "a second checkpoint does not retry the sync into a success"
+    );
+    assert_eq!(file.op_count(OpKind::Sync), syncs_before + 1);
 }
