@@ -191,6 +191,7 @@ impl Engine {
             catalog.clone(),
             page_writes.clone(),
             encoder,
+            capacity,
         ));
         let config = PoolConfig::new(page_size)
             .capture_before_images(true)
@@ -662,6 +663,7 @@ impl Engine {
         let log = self.inner.log.log();
         let log_stats = log.stats();
         let pool = self.inner.pool.stats();
+        let (pages_checked_whole, page_checks_skipped) = self.inner.spaces.page_check_counts();
         EngineStatus {
             page_size: self.inner.page_size,
             pool: pool.clone(),
@@ -695,6 +697,8 @@ impl Engine {
             },
             row_compression: crate::row_compression::status(&self.inner, &pool),
             oldest_modification_lsn: self.inner.pool.oldest_modification(),
+            pages_checked_whole,
+            page_checks_skipped,
             rows_read: c.rows_read.load(Ordering::Relaxed),
             rows_written: c.rows_written.load(Ordering::Relaxed),
             rows_deleted: c.rows_deleted.load(Ordering::Relaxed),

@@ -57,6 +57,7 @@ mod tablespace;
 mod torn_writes;
 mod txn;
 mod unit;
+mod verified;
 mod visit;
 
 pub use barracuda_btree::TreeStats;

@@ -46,6 +46,12 @@ pub struct EngineStatus {
     /// Row locks: requests, waits and their time, timeouts, deadlock searches (count, steps,
     /// time) and deadlocks, locks held and transactions waiting now, and the settings in force.
     pub locks: LockStatus,
+    /// Pages read from disk whose structure (every record, in bounds and in order) was
+    /// checked whole, since open.
+    pub pages_checked_whole: u64,
+    /// Pages read from disk whose image was checked whole earlier in this process (same page,
+    /// same checksum), so the check was skipped.
+    pub page_checks_skipped: u64,
     /// The oldest modification LSN among dirty pages (what a checkpoint would reach), if any.
     pub oldest_modification_lsn: Option<u64>,
     /// Rows returned by point reads (InnoDB: `Innodb_rows_read`, point reads only).
@@ -222,6 +228,11 @@ PAGE COMPRESSION
         )?;
         // The pool's Display carries its own section heading.
         write!(f, "{}", self.pool)?;
+        writeln!(
+            f,
+            "Pages read checked whole {}, known from an earlier check {}",
+            self.pages_checked_whole, self.page_checks_skipped
+        )?;
         let m = &self.mvcc;
         writeln!(f, "------------\nTRANSACTIONS\n------------")?;
         writeln!(

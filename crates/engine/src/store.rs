@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::redo_sink::RedoSink;
 use crate::tablespace::{recorded_size, Tablespace};
 use crate::torn_writes::PageWrites;
+use crate::verified::VerifiedImages;
 
 /// Registry of open tablespaces by space id.
 pub(crate) struct SpaceRegistry {
@@ -30,6 +31,9 @@ pub(crate) struct SpaceRegistry {
     /// writes hold it shared for their whole duration, so a checkpoint that clears it (holding
     /// it exclusively) cannot pass a write in flight.
     written_after_checkpoint: RwLock<bool>,
+    /// The page images reads checked whole already (their structure check is skipped when
+    /// read again unchanged).
+    verified: VerifiedImages,
 }
 
 impl SpaceRegistry {
@@ -38,6 +42,7 @@ impl SpaceRegistry {
         catalog: Arc<Mutex<Catalog>>,
         page_writes: Arc<PageWrites>,
         encoder: Arc<PageEncoder>,
+        pool_frames: usize,
     ) -> Self {
         let recorded = catalog.lock().pages_after_checkpoint();
         Self {
@@ -47,6 +52,7 @@ impl SpaceRegistry {
             page_writes,
             encoder,
             written_after_checkpoint: RwLock::new(recorded),
+            verified: VerifiedImages::for_pool(pool_frames),
         }
     }
 
@@ -75,6 +81,12 @@ impl SpaceRegistry {
         self.catalog.lock().record_flushed_lsn(lsn)?;
         *recorded = false;
         Ok(())
+    }
+
+    /// Reads that checked their page whole and reads that skipped the check (see
+    /// `VerifiedImages`).
+    pub(crate) fn page_check_counts(&self) -> (u64, u64) {
+        self.verified.counts()
     }
 
     /// The torn-write protection every page write goes through.
@@ -117,7 +129,12 @@ impl PageStore for SpaceRegistry {
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> std::result::Result<(), StoreError> {
         let space = self.space(id)?;
         space
-            .read_page(id.page_no, buf, Some(self.encoder.counters()))
+            .read_page(
+                id.page_no,
+                buf,
+                Some(self.encoder.counters()),
+                Some(&self.verified),
+            )
             .map_err(|e| StoreError::new(id, e))
     }
 
@@ -147,7 +164,13 @@ impl PageStore for SpaceRegistry {
     ) -> std::result::Result<bool, StoreError> {
         let space = self.space(id)?;
         space
-            .read_page_with_block(id.page_no, buf, block, Some(self.encoder.counters()))
+            .read_page_with_block(
+                id.page_no,
+                buf,
+                block,
+                Some(self.encoder.counters()),
+                Some(&self.verified),
+            )
             .map_err(|e| StoreError::new(id, e))
     }
 

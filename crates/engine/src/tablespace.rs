@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use barracuda_io::{FileSystem, OpenOptions, PageFile};
+use barracuda_page::bytes::u32_at;
+use barracuda_page::header::OFF_CHECKSUM;
 use barracuda_page::{
     seal_page, verify_page, FileHeader, IndexPage, PageError, PageId, PageNo, PageSize, PageType,
     SpaceHeader, SpaceId, TrxSysPage, UndoPage,
@@ -15,6 +17,7 @@ use parking_lot::Mutex;
 use crate::compression::{decode_stored_page, CompressionCounters, SpaceCompression};
 use crate::error::{Error, Result};
 use crate::options::PageCompression;
+use crate::verified::VerifiedImages;
 use barracuda_row_compression::{BlockSize, CompressionStats};
 
 /// What page 1 of a new tablespace is.
@@ -333,11 +336,15 @@ impl Tablespace {
     /// Reads page `page_no`, decompresses it if it was stored compressed (after checking the
     /// stored bytes' checksum), and verifies it: checksum, LSN, identity, and for index pages
     /// the whole record structure, so that pages in the pool can be trusted.
+    ///
+    /// With `verified`, an image this process checked whole before (same page, same stored
+    /// checksum) skips the structure check, and one checked now is recorded there.
     pub(crate) fn read_page(
         &self,
         page_no: PageNo,
         buf: &mut [u8],
         counters: Option<&CompressionCounters>,
+        verified: Option<&VerifiedImages>,
     ) -> Result<()> {
         let id = PageId::new(self.space_id, page_no);
         self.file.read_at(buf, self.offset(page_no))?;
@@ -347,7 +354,7 @@ impl Tablespace {
         {
             return Ok(());
         }
-        self.verify_read(id, buf, counters)
+        self.verify_read(id, buf, counters, verified)
     }
 
     /// Reads page `page_no` of a row-compressed space: its first `block.len()` bytes, and when
@@ -361,6 +368,7 @@ impl Tablespace {
         buf: &mut [u8],
         block: &mut [u8],
         counters: Option<&CompressionCounters>,
+        verified: Option<&VerifiedImages>,
     ) -> Result<bool> {
         let id = PageId::new(self.space_id, page_no);
         let offset = self.offset(page_no);
@@ -387,22 +395,29 @@ impl Tablespace {
                 if !tail.is_empty() {
                     self.file.read_at(tail, offset + head.len() as u64)?;
                 }
-                self.verify_read(id, buf, counters)?;
+                self.verify_read(id, buf, counters, verified)?;
                 Ok(false)
             }
         }
     }
 
-    /// Decodes a page-compressed image and verifies the page read into `buf`.
+    /// Decodes a page-compressed image and verifies the page read into `buf` (see
+    /// [`read_page`](Self::read_page) for `verified`).
     fn verify_read(
         &self,
         id: PageId,
         buf: &mut [u8],
         counters: Option<&CompressionCounters>,
+        verified: Option<&VerifiedImages>,
     ) -> Result<()> {
         decode_stored_page(buf, id, self.page_size, counters)
             .map_err(|e| Error::page(&self.path, id, e))?;
         verify_page(buf, id, self.page_size).map_err(|e| page_error(&self.path, id, e))?;
+        // The checksum `verify_page` just matched against the bytes.
+        let checksum = u32_at(buf, OFF_CHECKSUM).unwrap_or(0);
+        if verified.is_some_and(|v| v.contains(id, checksum)) {
+            return Ok(());
+        }
         let header = FileHeader::read(buf).map_err(|e| page_error(&self.path, id, e))?;
         let checked = match header.page_type {
             PageType::Index => IndexPage::open(&*buf, self.page_size).map(drop),
@@ -411,6 +426,9 @@ impl Tablespace {
             _ => Ok(()),
         };
         checked.map_err(|e| page_error(&self.path, id, e))?;
+        if let Some(v) = verified {
+            v.insert(id, checksum);
+        }
         Ok(())
     }
 
