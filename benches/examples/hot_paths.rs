@@ -14,8 +14,9 @@
 //! `HOT_PATHS_LOAD=random` loads the keys shuffled; `HOT_PATHS_PUT=many` loads each batch with
 //! one `Transaction::put_many` instead of a `put` per row, `HOT_PATHS_PUT=sorted` the whole table
 //! with one `Engine::load_sorted` (keys in order only); `HOT_PATHS_LOAD_POOL_PCT` sizes the pool for
-//! the load (percent of the data, default 300); `HOT_PATHS_POOL_STATUS=1` prints the pool's
-//! status after the load (phase `load`) and after `get_quarter`.
+//! the load (percent of the data, default 300); `HOT_PATHS_POOL_STATUS=1` prints the engine's
+//! status after the load (phase `load`) and the pool's after `get_quarter`. The load also
+//! prints the loading thread's own CPU time and context switches.
 //!
 //! The database directory is `HOT_PATHS_DIR` if set (kept, and loaded only if empty: profile
 //! the reads without the load), else a temporary directory.
