@@ -167,7 +167,12 @@ impl Inner {
                 .iter()
                 .map(|(f, id, _, guard)| (*id, self.flush_image(*f, &guard[..])))
                 .collect();
-            self.store.write_pages(&pages)?;
+            if let Err(err) = self.store.write_pages(&pages) {
+                if let Some(reason) = self.store.writes_must_stop() {
+                    self.stop_writes(reason);
+                }
+                return Err(err.into());
+            }
         }
         {
             let mut fl = self.flush_list.lock();

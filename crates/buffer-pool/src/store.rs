@@ -82,6 +82,14 @@ pub trait PageStore: Send + Sync + 'static {
 
     /// Number of pages allocated in `space` (read-ahead never reads past it). `None` = unknown space.
     fn space_size_pages(&self, space: SpaceId) -> Option<u32>;
+
+    /// Asked after [`write_pages`](Self::write_pages) failed: why no page may be written any
+    /// more (a sync of a file failed, so writes made before it may be lost while a retried sync
+    /// reports success), or `None` when the batch may simply be retried later. On `Some` the
+    /// pool stops its writes for good, as for a poisoned frame. Default: `None`.
+    fn writes_must_stop(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The error of a store asked to decompress a block it never gave.

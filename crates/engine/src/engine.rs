@@ -834,7 +834,8 @@ impl EngineInner {
         }
         if let Err(err) = self.pool.flush_all() {
             // A page write that failed is retried by the next checkpoint; a sync that failed
-            // on the way (before a page 0 was written) is not: see `Tablespace::sync`.
+            // on the way (before a grown page 0 or a doublewrite area's reuse) is not: the
+            // file's `SyncLatch` fails it for good, and the engine turns read-only.
             if let Some(space) = self.spaces.all().iter().find(|s| s.sync_has_failed()) {
                 self.poison(format!("fsync of {} failed: {err}", space.path().display()));
             }

@@ -224,4 +224,13 @@ impl PageStore for SpaceRegistry {
     fn space_size_pages(&self, space: SpaceId) -> Option<u32> {
         self.get(space).map(|s| s.size_pages())
     }
+
+    fn writes_must_stop(&self) -> Option<String> {
+        self.all().iter().find(|s| s.sync_has_failed()).map(|s| {
+            format!(
+                "a sync of {} failed: pages written before it may be lost",
+                s.path().display()
+            )
+        })
+    }
 }

@@ -2,10 +2,10 @@
 //! growth. Writes go through the store's encoder and the torn-write protection.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use barracuda_io::{FileSystem, OpenOptions, PageFile};
+use barracuda_io::{FileSystem, OpenOptions, PageFile, SyncLatch};
 use barracuda_page::bytes::u32_at;
 use barracuda_page::header::OFF_CHECKSUM;
 use barracuda_page::{
@@ -47,11 +47,10 @@ pub(crate) struct Tablespace {
     /// Held while the file's length changes, so that a length checked is still the length
     /// when it is extended (a growth and a header write must not shrink each other's).
     length: Mutex<()>,
-    /// Set when a sync of the file failed: the kernel may have dropped pages written before it
-    /// while a later sync reports success (PostgreSQL's "fsyncgate"), so every later sync
-    /// through [`sync`](Self::sync) or [`before_header_write`](Self::before_header_write) fails
-    /// too — the checkpoint's then turns the engine read-only.
-    sync_failed: AtomicBool,
+    /// `file` itself, seen as what it is: a sync that failed once fails for good, whoever
+    /// syncs it (this tablespace, the doublewrite's batches), and the checkpoint's then turns
+    /// the engine read-only (PostgreSQL's "fsyncgate", see [`SyncLatch`]).
+    latch: Arc<SyncLatch>,
     /// How its pages are compressed when written, `None` for a table without page compression.
     compression: Option<SpaceCompression>,
     /// The block size its index pages are kept in (row compression), with the table's
@@ -109,7 +108,8 @@ impl Tablespace {
         // Opened again under its name: a file handle keeps the path it was opened with (for its
         // errors, and to open the file again, e.g. for direct I/O).
         drop(file);
-        let file = fs.open(path, &OpenOptions::new())?;
+        let latch = Arc::new(SyncLatch::new(fs.open(path, &OpenOptions::new())?));
+        let file: Arc<dyn PageFile> = latch.clone();
         Ok(Self {
             space_id,
             path: path.to_owned(),
@@ -119,7 +119,7 @@ impl Tablespace {
             size_pages: AtomicU32::new(page_size.pages_per_extent()),
             durable_pages: AtomicU32::new(0),
             length: Mutex::new(()),
-            sync_failed: AtomicBool::new(false),
+            latch,
             zip: None,
         })
     }
@@ -196,7 +196,8 @@ impl Tablespace {
         page_size: PageSize,
         compression: Option<PageCompression>,
     ) -> Result<Self> {
-        let file = fs.open(path, &OpenOptions::new())?;
+        let latch = Arc::new(SyncLatch::new(fs.open(path, &OpenOptions::new())?));
+        let file: Arc<dyn PageFile> = latch.clone();
         let mut page0 = vec![0u8; page_size.bytes()];
         let id = PageId::new(space_id, 0);
         file.read_at(&mut page0, 0)?;
@@ -225,7 +226,7 @@ impl Tablespace {
             size_pages: AtomicU32::new(header.size_in_pages),
             durable_pages: AtomicU32::new(0),
             length: Mutex::new(()),
-            sync_failed: AtomicBool::new(false),
+            latch,
             zip: None,
         })
     }
@@ -307,11 +308,7 @@ impl Tablespace {
             return Ok(());
         }
         let _length = self.length.lock();
-        self.check_no_failed_sync()?;
-        if let Err(err) = cover_recorded_size(&*self.file, self.page_size, recorded_pages) {
-            self.sync_failed.store(true, Ordering::Release);
-            return Err(err);
-        }
+        cover_recorded_size(&*self.file, self.page_size, recorded_pages)?;
         self.durable_pages
             .fetch_max(recorded_pages, Ordering::AcqRel);
         Ok(())
@@ -319,18 +316,7 @@ impl Tablespace {
 
     /// Whether a sync of the file failed (every later one fails too).
     pub(crate) fn sync_has_failed(&self) -> bool {
-        self.sync_failed.load(Ordering::Acquire)
-    }
-
-    /// An error if a sync of the file failed before (see `sync_failed`).
-    fn check_no_failed_sync(&self) -> Result<()> {
-        if self.sync_failed.load(Ordering::Acquire) {
-            return Err(Error::ReadOnly(format!(
-                "an earlier sync of {} failed: pages written before it may be lost",
-                self.path.display()
-            )));
-        }
-        Ok(())
+        self.latch.has_failed()
     }
 
     /// Reads page `page_no`, decompresses it if it was stored compressed (after checking the
@@ -435,11 +421,7 @@ impl Tablespace {
     /// Makes everything written so far durable. Fails, now and from then on, once a sync of
     /// the file failed.
     pub(crate) fn sync(&self) -> Result<()> {
-        self.check_no_failed_sync()?;
-        if let Err(err) = self.file.sync_data() {
-            self.sync_failed.store(true, Ordering::Release);
-            return Err(err.into());
-        }
+        self.file.sync_data()?;
         Ok(())
     }
 

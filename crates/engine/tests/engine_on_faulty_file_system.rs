@@ -1,10 +1,15 @@
 //! The engine's file-system seam: an engine on a `FaultyFileSystem` keeps every database file
 //! there (nothing but `LOCK` on disk), reopens onto the same bytes, reports an injected I/O
 //! error naming the file, and — because it syncs the directories it changes — a table created
-//! or dropped right before a power loss is still created or dropped after it.
+//! or dropped right before a power loss is still created or dropped after it; a sync of a table
+//! file that fails anywhere in a checkpoint turns the engine read-only for good.
 #![expect(
     clippy::big_endian_bytes,
     reason = "big-endian keys sort in numeric order under memcmp"
+)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "shared helpers called from #[test] fns; allow-unwrap-in-tests covers only the fns"
 )]
 
 mod common;
@@ -156,16 +161,17 @@ fn a_table_dropped_right_before_a_power_loss_stays_dropped() {
     db.close().unwrap();
 }
 
-/// A table file grows without a sync; its length is synced before a page 0 recording it is
-/// written. When that sync fails the engine turns read-only at once: the kernel may have
-/// dropped pages written before it while a retried sync would report success, so the failed
-/// sync is remembered, never retried into a success.
-#[test]
-fn a_failed_sync_before_a_grown_header_is_written_turns_the_engine_read_only() {
+/// A database whose table grew (its new length not synced yet) and whose pages are all dirty,
+/// with the checkpoint that writes them still to come: the pool holds everything and the
+/// cleaner writes nothing by its own choice.
+fn grown_and_dirty() -> (
+    tempfile::TempDir,
+    FaultyFileSystem,
+    Engine,
+    barracuda::Table,
+) {
     let tmp = tempfile::tempdir().unwrap();
     let fs = FaultyFileSystem::new();
-    // Everything stays in the pool and the cleaner writes nothing by its own choice: the
-    // checkpoint below is the first write of the table's pages.
     let mut quiet = FlushSettings::default();
     quiet.set_adaptive_flushing(false);
     quiet.set_max_dirty_pages_pct(99.999).unwrap();
@@ -178,32 +184,58 @@ fn a_failed_sync_before_a_grown_header_is_written_turns_the_engine_read_only() {
         .file_system(Arc::new(fs.clone()));
     let db = Engine::open(tmp.path(), options).unwrap();
     let t = db.create_table("t", TableOptions::default()).unwrap();
-    let path = tmp.path().join("tables").join("t.ibd");
-    let file = fs.file(&path).unwrap();
+    let file = fs.file(&table_path(&tmp)).unwrap();
     let created = file.len().unwrap();
     let mut i = 0u32;
-    while file.len().unwrap() == created {
+    while file.len().unwrap() < created * 4 {
         db.put(&t, &i.to_be_bytes(), &[3; 200]).unwrap();
         i += 1;
     }
-    file.fail_nth(OpKind::Sync, 1, FaultError::Eio);
-    let syncs_before = file.op_count(OpKind::Sync);
+    (tmp, fs, db, t)
+}
 
-    let err = db.checkpoint().unwrap_err();
-    assert_eq!(
-        file.op_count(OpKind::Sync),
-        syncs_before + 1,
-        "the checkpoint synced the table file once, and that sync failed: {err}"
-    );
-    let text = chain(&err);
-    assert!(text.contains("t.ibd"), "names the file: {text}");
-    assert!(
-        matches!(db.put(&t, b"after", b"v"), Err(Error::ReadOnly(_))),
-        "the engine refuses writes after the failed sync"
-    );
-    assert!(
-        matches!(db.checkpoint(), Err(Error::ReadOnly(_))),
-        "a second checkpoint does not retry the sync into a success"
-    );
-    assert_eq!(file.op_count(OpKind::Sync), syncs_before + 1);
+fn table_path(tmp: &tempfile::TempDir) -> std::path::PathBuf {
+    tmp.path().join("tables").join("t.ibd")
+}
+
+/// A checkpoint syncs the table's file at several points (before a grown page 0 is written,
+/// before a doublewrite area is reused, before the checkpoint is recorded). Whichever of those
+/// syncs fails, the engine turns read-only at once: the kernel may have dropped pages written
+/// before it while a retried sync would report success, so the file remembers the failure
+/// and no later sync of it is tried, let alone trusted.
+#[test]
+fn a_failed_sync_of_a_table_file_anywhere_in_a_checkpoint_turns_the_engine_read_only() {
+    // How many syncs of the table file one checkpoint makes.
+    let syncs_per_checkpoint = {
+        let (tmp, fs, db, _t) = grown_and_dirty();
+        let file = fs.file(&table_path(&tmp)).unwrap();
+        let before = file.op_count(OpKind::Sync);
+        db.checkpoint().unwrap();
+        file.op_count(OpKind::Sync) - before
+    };
+    assert!(syncs_per_checkpoint >= 2, "{syncs_per_checkpoint} syncs");
+    for nth in 1..=syncs_per_checkpoint {
+        let (tmp, fs, db, t) = grown_and_dirty();
+        let file = fs.file(&table_path(&tmp)).unwrap();
+        file.fail_nth(OpKind::Sync, nth, FaultError::Eio);
+        let before = file.op_count(OpKind::Sync);
+
+        let err = db.checkpoint().unwrap_err();
+        assert_eq!(
+            file.op_count(OpKind::Sync),
+            before + nth,
+            "sync {nth} of the checkpoint failed and none came after it: {err}"
+        );
+        let text = chain(&err);
+        assert!(text.contains("t.ibd"), "sync {nth}: names the file: {text}");
+        assert!(
+            matches!(db.put(&t, b"after", b"v"), Err(Error::ReadOnly(_))),
+            "sync {nth}: the engine refuses writes after the failed sync"
+        );
+        assert!(
+            matches!(db.checkpoint(), Err(Error::ReadOnly(_))),
+            "sync {nth}: a second checkpoint does not retry the sync into a success"
+        );
+        assert_eq!(file.op_count(OpKind::Sync), before + nth);
+    }
 }

@@ -35,6 +35,7 @@ mod options;
 mod probe;
 mod punch;
 mod std_file;
+mod sync_latch;
 mod sys;
 mod uring_file;
 
@@ -50,4 +51,5 @@ pub use probe::{
     probe_atomic_writes, AtomicWriteProbe, AtomicWriteRefusal, ATOMIC_WRITE_PROBE_FILE,
 };
 pub use std_file::StdFile;
+pub use sync_latch::SyncLatch;
 pub use uring_file::UringFile;
