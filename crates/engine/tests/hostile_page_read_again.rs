@@ -23,7 +23,7 @@ const ROWS: u32 = 6000;
 const TARGET: u32 = 4321;
 
 fn options() -> EngineOptions {
-    // 64 frames for ~400 leaves: a pass over the keys evicts every page it does not touch.
+    // 64 frames for ~200 leaves: a pass over the keys evicts every page it does not touch.
     EngineOptions::default()
         .page_size(PS)
         .buffer_pool_bytes(64 * 4096)
