@@ -47,11 +47,11 @@ use std::sync::Arc;
 
 use barracuda::fs::{CrashMode, FaultyFileSystem, FileSystem, Op, OpenOptions};
 use barracuda::{
-    redo_log_path, Durability, Engine, EngineOptions, FlushSettings, PageCompression, PageSize,
-    RecoveryReport, Table, TableOptions,
+    redo_log_path, Durability, Engine, EngineOptions, PageCompression, PageSize, RecoveryReport,
+    Table, TableOptions,
 };
 use barracuda_testkit::crash::SplitMix64;
-use common::chain;
+use common::{chain, quiet_cleaner};
 use crash_workload::{
     commit, commit_all, contents, diff, transaction, value, Model, Write, TABLES,
 };
@@ -518,21 +518,6 @@ fn crashed_database(
         unit_end,
         log_buffer: log_buffer_bytes(fs, dir),
     }
-}
-
-/// A page cleaner that writes no page by its own choice (no redo-age term below the async
-/// point, no dirty-page term below 99.999 % dirty, nothing when idle), so that the pages the
-/// transactions changed since the checkpoint reach the disk only when evicted. Otherwise a
-/// cleaner round that happens to come between the big transaction's last small row and its huge
-/// row (it did, on a loaded machine) writes every page the recovery would redo, and the
-/// recovery is left no page to write — none of the power cuts would land among its writes.
-fn quiet_cleaner() -> FlushSettings {
-    let mut s = FlushSettings::default();
-    s.set_adaptive_flushing(false);
-    s.set_max_dirty_pages_pct(99.999).unwrap();
-    s.set_max_dirty_pages_pct_lwm(0.0).unwrap();
-    s.set_idle_flush_pct(0).unwrap();
-    s
 }
 
 /// The files a crash left (paths relative to the database directory, durable bytes): every

@@ -14,12 +14,12 @@
 
 mod common;
 
-use common::chain;
+use common::{chain, quiet_cleaner};
 use std::path::Path;
 use std::sync::Arc;
 
 use barracuda::fs::{FaultError, FaultyFileSystem, FileSystem, OpKind, PageFile};
-use barracuda::{Engine, EngineOptions, Error, FlushSettings, PageSize, TableOptions};
+use barracuda::{Engine, EngineOptions, Error, PageSize, TableOptions};
 
 fn options(fs: &FaultyFileSystem) -> EngineOptions {
     EngineOptions::default()
@@ -172,15 +172,10 @@ fn grown_and_dirty() -> (
 ) {
     let tmp = tempfile::tempdir().unwrap();
     let fs = FaultyFileSystem::new();
-    let mut quiet = FlushSettings::default();
-    quiet.set_adaptive_flushing(false);
-    quiet.set_max_dirty_pages_pct(99.999).unwrap();
-    quiet.set_max_dirty_pages_pct_lwm(0.0).unwrap();
-    quiet.set_idle_flush_pct(0).unwrap();
     let options = EngineOptions::default()
         .page_size(PageSize::K4)
         .buffer_pool_bytes(16 << 20)
-        .flush_settings(quiet)
+        .flush_settings(quiet_cleaner())
         .file_system(Arc::new(fs.clone()));
     let db = Engine::open(tmp.path(), options).unwrap();
     let t = db.create_table("t", TableOptions::default()).unwrap();

@@ -13,10 +13,13 @@
     reason = "shared helpers called from #[test] fns; allow-unwrap-in-tests covers only the fns"
 )]
 
+mod common;
+
 use std::sync::Arc;
 
 use barracuda::fs::{FaultyFileSystem, FileSystem, PageFile};
-use barracuda::{Durability, Engine, EngineOptions, Error, FlushSettings, PageSize, TableOptions};
+use barracuda::{Durability, Engine, EngineOptions, Error, PageSize, TableOptions};
+use common::quiet_cleaner;
 
 fn options(fs: &FaultyFileSystem) -> EngineOptions {
     EngineOptions::default()
@@ -133,16 +136,11 @@ fn a_growth_a_power_cut_took_back_is_rebuilt_from_the_log() {
     // A pool that holds everything and a cleaner that writes nothing by its own choice: no
     // table page is written before the cut, so nothing syncs the table's file after the
     // growth.
-    let mut quiet = FlushSettings::default();
-    quiet.set_adaptive_flushing(false);
-    quiet.set_max_dirty_pages_pct(99.999).unwrap();
-    quiet.set_max_dirty_pages_pct_lwm(0.0).unwrap();
-    quiet.set_idle_flush_pct(0).unwrap();
     let options = EngineOptions::default()
         .page_size(PageSize::K4)
         .buffer_pool_bytes(16 << 20)
         .durability(Durability::SyncEachCommit)
-        .flush_settings(quiet)
+        .flush_settings(quiet_cleaner())
         .file_system(Arc::new(fs.clone()));
     let db = Engine::open(tmp.path(), options.clone()).unwrap();
     let t = db.create_table("t", TableOptions::default()).unwrap();

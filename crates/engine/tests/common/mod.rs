@@ -3,7 +3,7 @@
 use std::error::Error as _;
 use std::time::{Duration, Instant};
 
-use barracuda::{Engine, Error};
+use barracuda::{Engine, Error, FlushSettings};
 
 /// The error and all its sources, one message each, joined by ` <- `: what a test searches for
 /// a file name, a page or an OS error that a wrapper may hold deeper down.
@@ -38,4 +38,18 @@ pub fn until_waiting(db: &Engine, n: u64) {
         assert!(Instant::now() < deadline, "{n} waiters never showed up");
         std::thread::yield_now();
     }
+}
+
+/// A page cleaner that writes no page by its own choice (no redo-age term below the async
+/// point, no dirty-page term below 99.999 % dirty, nothing when idle): pages reach the disk
+/// only when evicted or at a checkpoint, so a test knows which writes and syncs happened.
+#[allow(dead_code, reason = "used by the crash and fault tests only")]
+pub fn quiet_cleaner() -> FlushSettings {
+    let mut s = FlushSettings::default();
+    s.set_adaptive_flushing(false);
+    s.set_max_dirty_pages_pct(99.999)
+        .expect("a valid max dirty pct");
+    s.set_max_dirty_pages_pct_lwm(0.0).expect("a valid lwm");
+    s.set_idle_flush_pct(0).expect("a valid idle pct");
+    s
 }
