@@ -76,7 +76,17 @@ pub(crate) struct RedoSink {
     /// Mtrs appended to the open unit so far (its own and lone mtrs that joined it); 0 when
     /// none is open. Read without a lock by [`unit_mtrs`](Self::unit_mtrs).
     unit_mtrs: AtomicU32,
+    /// Record buffers of mtrs already appended, for the next ones to build in (at most
+    /// [`SPARE_BUFFERS`], each at most [`SPARE_BUFFER_BYTES`]).
+    spare_buffers: Mutex<Vec<Vec<u8>>>,
 }
+
+/// Record buffers kept for reuse: one per thread building an mtr at once, about.
+const SPARE_BUFFERS: usize = 4;
+
+/// A record buffer larger than this goes back to the allocator (a rare mtr of a whole page's
+/// changes should not pin its memory).
+const SPARE_BUFFER_BYTES: usize = 256 * 1024;
 
 /// The mtrs between getting their LSN range and having their pages on the flush list, by start
 /// LSN. Registered in increasing start order (under the lock that appends), closed in any
@@ -142,6 +152,7 @@ impl RedoSink {
             unit_closed_signal: Condvar::new(),
             abandoned: AtomicBool::new(false),
             unit_mtrs: AtomicU32::new(0),
+            spare_buffers: Mutex::new(Vec::new()),
         }
     }
 
@@ -352,7 +363,12 @@ impl RedoSink {
     /// The records of one mtr.
     fn records(&self, mtr: &MtrSummary<'_>) -> Result<Vec<u8>, BTreeError> {
         let estimate = records_estimate(mtr, self.page_size);
-        let mut w = MtrWriter::with_capacity(self.page_size, estimate);
+        // A buffer of an earlier mtr: a fresh one of a run's ~20 KiB (or a split's 16 KiB
+        // estimate) was allocated and freed per mtr, and the heap grown for it again and
+        // again: `brk` waits for the memory-map lock, which the pool's prefault thread takes
+        // to back frames (42 sleeps there in one sequential load of a million rows).
+        let spare = self.spare_buffers.lock().pop().unwrap_or_default();
+        let mut w = MtrWriter::reusing(self.page_size, spare, estimate);
         let invalid = |e: barracuda_redo::record::RecordError| BTreeError::Log(e.to_string());
         for page in mtr.pages {
             if page.created {
@@ -479,6 +495,12 @@ impl LogSink for RedoSink {
         };
         self.record_bytes
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        if bytes.capacity() <= SPARE_BUFFER_BYTES {
+            let mut spares = self.spare_buffers.lock();
+            if spares.len() < SPARE_BUFFERS {
+                spares.push(bytes);
+            }
+        }
         Ok(LsnRange { start, end })
     }
 

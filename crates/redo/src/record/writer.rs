@@ -56,6 +56,19 @@ impl MtrWriter {
         }
     }
 
+    /// [`with_capacity`](Self::with_capacity) in `buf`, emptied first: a caller that builds
+    /// many mtrs hands back each one's [`finish`](Self::finish)ed buffer instead of the
+    /// allocator (large buffers come from and go back to the kernel otherwise).
+    pub fn reusing(page_size: PageSize, mut buf: Vec<u8>, bytes: usize) -> Self {
+        buf.clear();
+        buf.reserve(bytes.max(512));
+        Self {
+            page_size,
+            buf,
+            cursor: None,
+        }
+    }
+
     /// The page size the records are checked against.
     pub fn page_size(&self) -> PageSize {
         self.page_size
