@@ -97,6 +97,13 @@ impl Descriptor {
         self.version.load(SeqCst)
     }
 
+    /// Whether the frame has never held anything: no state change since its descriptor was
+    /// built. Its bytes are then still the reservation's zero-filled memory, since they are
+    /// reached only through a latch on a frame that some state change handed out.
+    pub(crate) fn never_used(&self) -> bool {
+        self.version() == 0
+    }
+
     /// A new version: the bytes or the page they belong to are about to change.
     pub(crate) fn bump_version(&self) {
         self.version.fetch_add(1, SeqCst);

@@ -483,6 +483,9 @@ impl Inner {
             }
             let f = take_frame()?;
             let frame = &self.frames.frame(f);
+            // A frame never used is zeros already: clearing it again costs a sequential load
+            // about 4 % (16 KiB written per split, in the loading thread).
+            let zeroed = frame.desc.never_used();
             frame.desc.init_for(id, State::ReadPending);
             let pin = Pin::new(&frame.desc);
             let mut latch = frame.latch.write();
@@ -498,7 +501,14 @@ impl Inner {
                     self.return_free(g);
                 }
             }
-            latch.fill(0);
+            if zeroed {
+                debug_assert!(
+                    latch.iter().all(|&b| b == 0),
+                    "a never-used frame holds bytes"
+                );
+            } else {
+                latch.fill(0);
+            }
             self.lru_add(f, true);
             frame.desc.transition(State::ReadPending, State::Valid);
             frame.desc.first_access_ms.store(self.now_ms(), SeqCst);
