@@ -129,10 +129,10 @@ impl barracuda_buffer_pool::PageStore for ZipMemStore {
 
     fn write_pages(
         &self,
-        pages: &[(PageId, &[u8])],
+        pages: &mut dyn barracuda_buffer_pool::PageImages,
     ) -> std::result::Result<(), barracuda_buffer_pool::StoreError> {
         let mut plain = Vec::new();
-        for &(id, image) in pages {
+        for (id, image) in pages.iter() {
             if self.zip_spaces.contains_key(&id.space_id)
                 && barracuda_row_compression::is_compressed_block(image)
             {
@@ -144,7 +144,12 @@ impl barracuda_buffer_pool::PageStore for ZipMemStore {
                 plain.push((id, image));
             }
         }
-        self.inner.write_pages(&plain)
+        let written = self
+            .inner
+            .write_pages(&mut barracuda_buffer_pool::ImageList::new(&plain));
+        drop(plain);
+        pages.release();
+        written
     }
 
     fn flush_log_up_to(

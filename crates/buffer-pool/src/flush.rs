@@ -4,19 +4,24 @@
 //! Every write follows the same steps (InnoDB: `buf_flush_page` → `buf_flush_write_block_low`):
 //! claim the frame (pin + `flushing` flag, so it is neither evicted nor written twice), S-latch
 //! it (readers continue; a writer holding the X latch makes user-thread flushes skip the page),
-//! `flush_log_up_to(newest LSN)` (the WAL rule), `write_pages`, then mark it clean unless it
-//! changed meanwhile.
+//! `flush_log_up_to(newest LSN)` (the WAL rule), `write_pages` — which releases the latch once
+//! the store has copied the image, before its I/O — then mark it clean unless it changed
+//! meanwhile. Unlike InnoDB, whose page stays latched (io-fixed) until its write completes, a
+//! writer of the page waits for a copy, not for a doublewrite sync and the write in place.
 
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::Duration;
 
 use barracuda_page::{Lsn, PageId};
 
+use parking_lot::RwLockReadGuard;
+
 use crate::descriptor::State;
+use crate::frame::FrameBuf;
 use crate::inner::{Evictor, Inner};
 use crate::lru::NIL;
 use crate::stats::{add, inc};
-use crate::PoolError;
+use crate::{PageImages, PoolError};
 
 /// Which path writes a page (for the counters).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -54,6 +59,40 @@ impl Drop for Claimed<'_> {
             let d = &self.inner.frames.frame(f).desc;
             d.flushing.store(false, SeqCst);
             d.unpin();
+        }
+    }
+}
+
+/// A page of a batch being written: its frame, claimed, S-latched until the store releases it.
+struct LatchedPage<'a> {
+    frame: u32,
+    id: PageId,
+    /// The frame's modification count under the latch: the page is marked clean after the
+    /// write only if it is unchanged.
+    modify_count: u64,
+    guard: Option<RwLockReadGuard<'a, FrameBuf>>,
+}
+
+/// The batch lent to [`PageStore::write_pages`](crate::PageStore::write_pages).
+struct LatchedImages<'a> {
+    inner: &'a Inner,
+    pages: Vec<LatchedPage<'a>>,
+}
+
+impl PageImages for LatchedImages<'_> {
+    fn len(&self) -> usize {
+        self.pages.len()
+    }
+
+    fn get(&self, i: usize) -> Option<(PageId, &[u8])> {
+        let page = self.pages.get(i)?;
+        let guard = page.guard.as_ref()?;
+        Some((page.id, self.inner.flush_image(page.frame, &guard[..])))
+    }
+
+    fn release(&mut self) {
+        for page in &mut self.pages {
+            page.guard = None;
         }
     }
 }
@@ -131,7 +170,10 @@ impl Inner {
         if newest_unlatched > 0 {
             self.store.flush_log_up_to(newest_unlatched)?;
         }
-        let mut latched = Vec::with_capacity(claimed.len());
+        let mut latched = LatchedImages {
+            inner: self,
+            pages: Vec::with_capacity(claimed.len()),
+        };
         for &f in &claimed.frames {
             let frame = &self.frames.frame(f);
             let guard = if wait_latch {
@@ -147,43 +189,47 @@ impl Inner {
             if d.state() != State::Valid || !d.is_dirty() || self.behind_write_barrier(f) {
                 continue;
             }
-            latched.push((f, d.page_id(), d.modify_count.load(SeqCst), guard));
+            latched.pages.push(LatchedPage {
+                frame: f,
+                id: d.page_id(),
+                modify_count: d.modify_count.load(SeqCst),
+                guard: Some(guard),
+            });
         }
-        if latched.is_empty() {
+        if latched.pages.is_empty() {
             return Ok(0);
         }
         let newest = latched
+            .pages
             .iter()
-            .map(|(f, ..)| self.frames.frame(*f).desc.newest())
+            .map(|p| self.frames.frame(p.frame).desc.newest())
             .max()
             .unwrap_or(0);
         self.store.flush_log_up_to(newest)?;
         // A frame is poisoned (and writes stopped) while its X latch is held, and every page of
         // this batch is S-latched now: if writes are still allowed, no page of the batch can be
-        // half-changed.
+        // half-changed — nor can the copies the store takes before it releases the latches.
         self.check_writes_allowed()?;
-        {
-            let pages: Vec<(PageId, &[u8])> = latched
-                .iter()
-                .map(|(f, id, _, guard)| (*id, self.flush_image(*f, &guard[..])))
-                .collect();
-            if let Err(err) = self.store.write_pages(&pages) {
-                if let Some(reason) = self.store.writes_must_stop() {
-                    self.stop_writes(reason);
-                }
-                return Err(err.into());
+        if let Err(err) = self.store.write_pages(&mut latched) {
+            if let Some(reason) = self.store.writes_must_stop() {
+                self.stop_writes(reason);
             }
+            return Err(err.into());
         }
         {
             let mut fl = self.flush_list.lock();
-            for (f, _, modify_count, _) in &latched {
-                // Under the S latch nobody can have changed the page, but say what we rely on.
-                if self.frames.frame(*f).desc.modify_count.load(SeqCst) == *modify_count {
-                    self.mark_clean_locked(&mut fl, *f);
+            for page in &latched.pages {
+                // The store may have released the latch once it had its copy: a page changed
+                // since (its mtr committed) is newer than what was written and stays dirty. A
+                // change still in progress under the X latch commits after this and makes the
+                // page dirty again, from its own start LSN.
+                if self.frames.frame(page.frame).desc.modify_count.load(SeqCst) == page.modify_count
+                {
+                    self.mark_clean_locked(&mut fl, page.frame);
                 }
             }
         }
-        let n = latched.len();
+        let n = latched.pages.len();
         let counter = match kind {
             FlushKind::Lru => &self.counters.pages_written_lru,
             FlushKind::FlushList => &self.counters.pages_written_flush_list,

@@ -68,4 +68,4 @@ pub use guard::{ExclusiveGuard, SharedGuard, ZipState};
 pub use pool::BufferPool;
 pub use reservation::FrameReservation;
 pub use stats::{PoolStats, WaitSummary};
-pub use store::PageStore;
+pub use store::{ImageList, PageImages, PageStore};

@@ -8,7 +8,7 @@ use crate::StoreError;
 /// (InnoDB: `fil_io` under `buf_read_page` / `buf_flush_write_block_low`).
 ///
 /// The pool calls it without holding any pool-wide lock; a page being read is X-latched, a page
-/// being written is S-latched (readers continue).
+/// being written is S-latched (readers continue) until the store has copied its image.
 pub trait PageStore: Send + Sync + 'static {
     /// Reads page `id` into `buf` (exactly `page_size` bytes), verifying it (checksum etc.). A
     /// page of a row-compressed space stored as a block is read as the page it holds,
@@ -16,11 +16,16 @@ pub trait PageStore: Send + Sync + 'static {
     /// copy it meant to use was taken by another thread meanwhile.
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<(), StoreError>;
 
-    /// Writes a batch of page images (the store seals/compresses a copy; the frames are S-latched
-    /// meanwhile). Every image is a page (`page_size` bytes) or, for a page of a row-compressed
-    /// space, its compressed block ([`zip_block_bytes`](Self::zip_block_bytes) bytes, its header
-    /// the page's FIL header with the page LSN, unsealed).
-    fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<(), StoreError>;
+    /// Writes a batch of page images. Every image is a page (`page_size` bytes) or, for a page
+    /// of a row-compressed space, its compressed block
+    /// ([`zip_block_bytes`](Self::zip_block_bytes) bytes, its header the page's FIL header with
+    /// the page LSN, unsealed).
+    ///
+    /// The images are the frames' own bytes, S-latched, so writers of those pages wait: a
+    /// store copies them (it seals or compresses a copy anyway), then calls
+    /// [`PageImages::release`], and only then does its I/O — the doublewrite copy and its sync,
+    /// the writes in place. A store that never calls it keeps the frames latched to the end.
+    fn write_pages(&self, pages: &mut dyn PageImages) -> Result<(), StoreError>;
 
     /// The size of the compressed blocks in which `space` keeps its index pages (row
     /// compression, `KEY_BLOCK_SIZE`), or `None` for a space of plain pages (the default). The
@@ -96,3 +101,71 @@ pub trait PageStore: Send + Sync + 'static {
 #[derive(Debug, thiserror::Error)]
 #[error("this page store keeps no compressed blocks")]
 struct NoBlocks;
+
+/// The images of a batch of pages being written, lent to [`PageStore::write_pages`] from
+/// their frames, which stay S-latched until [`release`](Self::release).
+///
+/// Why a release: a batch's I/O takes milliseconds (a doublewrite sync, then the writes in
+/// place), and a writer that needs one of its pages — the leaf a load appends to, the space
+/// header an allocation changes — waited for all of it, 40 ms at a time in a sequential load
+/// (EXPERIMENTS §16). Once the store has its copies the frames may change: the pool marks a
+/// page clean afterwards only if it did not.
+pub trait PageImages {
+    /// Pages in the batch.
+    fn len(&self) -> usize;
+
+    /// Whether the batch is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Page `i`'s id and image; `None` past the end, and for every page after
+    /// [`release`](Self::release).
+    fn get(&self, i: usize) -> Option<(PageId, &[u8])>;
+
+    /// The store holds what it needs of the images: the frames are unlatched and may change.
+    /// Idempotent.
+    fn release(&mut self);
+}
+
+impl dyn PageImages + '_ {
+    /// The images in batch order (none after [`release`](PageImages::release)).
+    pub fn iter(&self) -> impl Iterator<Item = (PageId, &[u8])> + '_ {
+        (0..self.len()).map_while(move |i| self.get(i))
+    }
+}
+
+/// Images the caller owns, as [`PageImages`]: for stores that write on another's behalf and
+/// for tests. [`release`](PageImages::release) only stops lending them.
+#[derive(Debug)]
+pub struct ImageList<'a> {
+    pages: &'a [(PageId, &'a [u8])],
+    released: bool,
+}
+
+impl<'a> ImageList<'a> {
+    /// Lends `pages`.
+    pub fn new(pages: &'a [(PageId, &'a [u8])]) -> Self {
+        Self {
+            pages,
+            released: false,
+        }
+    }
+}
+
+impl PageImages for ImageList<'_> {
+    fn len(&self) -> usize {
+        self.pages.len()
+    }
+
+    fn get(&self, i: usize) -> Option<(PageId, &[u8])> {
+        if self.released {
+            return None;
+        }
+        self.pages.get(i).copied()
+    }
+
+    fn release(&mut self) {
+        self.released = true;
+    }
+}

@@ -12,7 +12,7 @@ use std::time::Duration;
 use barracuda_page::{page_lsn, Lsn, PageId, PageSize, SpaceId};
 use parking_lot::Mutex;
 
-use crate::{PageStore, StoreError};
+use crate::{PageImages, PageStore, StoreError};
 
 /// A function an eviction calls with the page it is about to evict
 /// ([`BufferPool::set_eviction_probe`](crate::BufferPool::set_eviction_probe)).
@@ -267,12 +267,12 @@ impl PageStore for MemStore {
         Ok(())
     }
 
-    fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<(), StoreError> {
+    fn write_pages(&self, pages: &mut dyn PageImages) -> Result<(), StoreError> {
         self.write_calls.fetch_add(1, SeqCst);
         // The log only grows more durable, so a breach seen against this value is a breach.
         let durable_lsn = self.log_flushed_lsn.load(SeqCst);
         let mut map = self.pages.lock();
-        for &(id, bytes) in pages {
+        for (id, bytes) in pages.iter() {
             let block_bytes = self.zip_block_bytes(id.space_id);
             let is_block = block_bytes == Some(bytes.len()) && bytes.len() < self.page_size.bytes();
             if bytes.len() != self.page_size.bytes() && !is_block {
@@ -297,6 +297,8 @@ impl PageStore for MemStore {
             }
             self.pages_written.fetch_add(1, SeqCst);
         }
+        // Copied, as a real store copies before its I/O.
+        pages.release();
         Ok(())
     }
 
@@ -347,6 +349,7 @@ mod tests {
     use barracuda_page::set_page_lsn;
 
     use super::*;
+    use crate::ImageList;
 
     #[test]
     fn a_page_written_ahead_of_the_log_is_a_wal_violation() {
@@ -356,14 +359,18 @@ mod tests {
         let mut page = store.stamp(a);
         set_page_lsn(&mut page, 50);
         store.flush_log_up_to(50).expect("log");
-        store.write_pages(&[(a, &page)]).expect("write");
+        store
+            .write_pages(&mut ImageList::new(&[(a, &page)]))
+            .expect("write");
         assert_eq!(
             store.wal_violations(),
             vec![],
             "log durable up to the page LSN"
         );
         set_page_lsn(&mut page, 51);
-        store.write_pages(&[(b, &page)]).expect("write");
+        store
+            .write_pages(&mut ImageList::new(&[(b, &page)]))
+            .expect("write");
         let expected = WalViolation {
             page: b,
             page_lsn: 51,

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use barracuda_buffer_pool::testing::MemStore;
-use barracuda_buffer_pool::{BufferPool, PageStore, PoolStats, ZipState};
+use barracuda_buffer_pool::{BufferPool, ImageList, PageStore, PoolStats, ZipState};
 use barracuda_page::{set_page_lsn, PageId};
 use common::{assert_wal_rule_kept, small_config, wait_for};
 
@@ -33,7 +33,7 @@ fn stored_block(store: &MemStore, id: PageId, fill: u8, lsn: u64) {
     let mut block = vec![fill; BLOCK];
     set_page_lsn(&mut block, lsn);
     store.flush_log_up_to(lsn).unwrap();
-    PageStore::write_pages(store, &[(id, &block)]).unwrap();
+    PageStore::write_pages(store, &mut ImageList::new(&[(id, &block)])).unwrap();
 }
 
 /// Every frame is on the free list, holds a page, or is lent to blocks.
@@ -57,7 +57,7 @@ fn a_page_read_from_a_compressed_space_comes_with_its_block() {
     }
     // A page of the space stored whole has no block.
     let plain = store.stamp(zid(4));
-    PageStore::write_pages(&*store, &[(zid(4), &plain)]).unwrap();
+    PageStore::write_pages(&*store, &mut ImageList::new(&[(zid(4), &plain)])).unwrap();
     assert_eq!(
         pool.get_exclusive(zid(4)).unwrap().zip_state(),
         ZipState::None
@@ -168,7 +168,7 @@ fn blocks_of_a_whole_page_take_a_frame_each() {
     let mut page = vec![7u8; 4096];
     set_page_lsn(&mut page, 2);
     store.flush_log_up_to(2).unwrap();
-    PageStore::write_pages(&*store, &[(zid(1), &page)]).unwrap();
+    PageStore::write_pages(&*store, &mut ImageList::new(&[(zid(1), &page)])).unwrap();
     let g = pool.get_shared(zid(1)).unwrap();
     assert_eq!(g[4000], 7);
     drop(g);

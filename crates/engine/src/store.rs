@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
-use barracuda_buffer_pool::{PageStore, StoreError};
+use barracuda_buffer_pool::{PageImages, PageStore, StoreError};
 use barracuda_page::{Lsn, PageId, SpaceId};
 
 use crate::catalog::Catalog;
@@ -189,31 +189,40 @@ impl PageStore for SpaceRegistry {
         self.log.exempt_from_barrier(id)
     }
 
-    fn write_pages(&self, pages: &[(PageId, &[u8])]) -> std::result::Result<(), StoreError> {
-        let first = pages.first().map_or(PageId::new(0, 0), |(id, _)| *id);
+    fn write_pages(&self, pages: &mut dyn PageImages) -> std::result::Result<(), StoreError> {
+        let first = pages.get(0).map_or(PageId::new(0, 0), |(id, _)| id);
         let _recorded = self
             .before_page_write()
             .map_err(|e| StoreError::new(first, e))?;
-        // Each tablespace of the batch looked up once, not once per page.
-        let mut compression: HashMap<SpaceId, Option<SpaceCompression>> = HashMap::new();
-        for (id, _) in pages {
-            compression
-                .entry(id.space_id)
-                .or_insert_with(|| self.get(id.space_id).and_then(|s| s.compression()));
-        }
+        let mut headers = Vec::new();
+        let batch = {
+            let images: Vec<(PageId, &[u8])> = pages.iter().collect();
+            // Each tablespace of the batch looked up once, not once per page.
+            let mut compression: HashMap<SpaceId, Option<SpaceCompression>> = HashMap::new();
+            for (id, _) in &images {
+                compression
+                    .entry(id.space_id)
+                    .or_insert_with(|| self.get(id.space_id).and_then(|s| s.compression()));
+            }
+            // The size each page 0 records, read from the image being copied.
+            for (id, page) in images.iter().filter(|(id, _)| id.page_no == 0) {
+                let space = self.space(*id)?;
+                let recorded = recorded_size(page, space.page_size())
+                    .map_err(|e| StoreError::new(*id, Error::page(space.path(), *id, e)))?;
+                headers.push((space, recorded));
+            }
+            self.encoder
+                .encode(&images, &|space| compression.get(&space).copied().flatten())
+        };
+        // The batch holds sealed copies: the frames may change while they are written.
+        pages.release();
         // A page 0 goes to disk (and to the doublewrite file) only once the file holds the
         // pages it records: growth is not synced when it happens (`Tablespace::grow_to`).
-        for (id, page) in pages.iter().filter(|(id, _)| id.page_no == 0) {
-            let space = self.space(*id)?;
-            let recorded = recorded_size(page, space.page_size())
-                .map_err(|e| StoreError::new(*id, Error::page(space.path(), *id, e)))?;
+        for (space, recorded) in headers {
             space
                 .before_header_write(recorded)
-                .map_err(|e| StoreError::new(*id, e))?;
+                .map_err(|e| StoreError::new(PageId::new(space.space_id(), 0), e))?;
         }
-        let batch = self
-            .encoder
-            .encode(pages, &|space| compression.get(&space).copied().flatten());
         let images: Vec<(PageId, &[u8])> = batch.images().collect();
         let resolve = |space: SpaceId| Ok(self.get(space).map(|s| s.file().clone()));
         self.page_writes
