@@ -2,7 +2,8 @@
 //! there (nothing but `LOCK` on disk), reopens onto the same bytes, reports an injected I/O
 //! error naming the file, and — because it syncs the directories it changes — a table created
 //! or dropped right before a power loss is still created or dropped after it; a sync of a table
-//! file that fails anywhere in a checkpoint turns the engine read-only for good.
+//! file that fails anywhere in a checkpoint turns the engine read-only for good, while a failed
+//! sync of the doublewrite file fails only its batch, which the next checkpoint writes again.
 #![expect(
     clippy::big_endian_bytes,
     reason = "big-endian keys sort in numeric order under memcmp"
@@ -233,4 +234,53 @@ fn a_failed_sync_of_a_table_file_anywhere_in_a_checkpoint_turns_the_engine_read_
         );
         assert_eq!(file.op_count(OpKind::Sync), before + nth);
     }
+}
+
+/// The doublewrite file's sync, unlike a table file's, may fail and be tried again: a batch
+/// rewrites its area before every sync of it, so a retried batch's copies are new writes that
+/// the next successful sync makes durable, and nothing written to that file before the failure
+/// is needed after it. The batch whose copies did not sync writes nothing in place, its pages
+/// stay dirty, the engine stays writable, and the next checkpoint writes them through fresh
+/// copies; a power cut after it loses no committed row.
+#[test]
+fn a_failed_sync_of_the_doublewrite_file_fails_its_batch_and_the_next_checkpoint_writes_it() {
+    let (tmp, fs, db, t) = grown_and_dirty();
+    let rows = (0u32..u32::MAX)
+        .take_while(|i| db.get(&t, &i.to_be_bytes()).unwrap().is_some())
+        .count() as u32;
+    assert!(rows > 100, "{rows} rows");
+    let doublewrite = fs.file(&tmp.path().join("doublewrite.dblwr")).unwrap();
+    let table = fs.file(&table_path(&tmp)).unwrap();
+    doublewrite.fail_nth(OpKind::Sync, 1, FaultError::Eio);
+    let writes_in_place = table.op_count(OpKind::Write);
+
+    let err = db.checkpoint().unwrap_err();
+    let text = chain(&err);
+    assert!(text.contains("doublewrite.dblwr"), "names the file: {text}");
+    assert_eq!(
+        table.op_count(OpKind::Write),
+        writes_in_place,
+        "no page went in place without its durable copy"
+    );
+    assert!(db.status().pool.dirty_pages > 0, "the pages stay dirty");
+    db.put(&t, b"after", b"the failed sync").unwrap();
+
+    db.checkpoint().unwrap();
+    assert_eq!(db.status().pool.dirty_pages, 0);
+    fs.crash().unwrap();
+    drop(db);
+
+    let db = Engine::open(tmp.path(), options(&fs).create_if_missing(false)).unwrap();
+    let t = db.table("t").unwrap();
+    for i in 0..rows {
+        assert_eq!(
+            db.get(&t, &i.to_be_bytes()).unwrap(),
+            Some(vec![3; 200]),
+            "row {i}"
+        );
+    }
+    assert_eq!(
+        db.get(&t, b"after").unwrap(),
+        Some(b"the failed sync".to_vec())
+    );
 }
