@@ -499,28 +499,26 @@ mod tests {
         p
     }
 
+    /// `ids` paired with `pages`, as many as the shorter has.
+    fn batch_of<'p>(ids: &[PageId], pages: &'p [Vec<u8>]) -> Vec<(PageId, &'p [u8])> {
+        ids.iter()
+            .copied()
+            .zip(pages.iter().map(Vec::as_slice))
+            .collect()
+    }
+
     #[test]
     fn a_batch_buffer_is_reused_and_every_image_is_its_own_page() {
         let encoder = PageEncoder::new(PageSize::K4, 1, Arc::default());
         let ids: Vec<PageId> = (1..=4).map(|n| PageId::new(7, n)).collect();
         let pages: Vec<Vec<u8>> = ids.iter().map(|&id| page(id, 0xAA)).collect();
-        let batch: Vec<(PageId, &[u8])> = ids
-            .iter()
-            .copied()
-            .zip(pages.iter().map(Vec::as_slice))
-            .collect();
-        let first = encoder.encode(&batch, &|_| None);
+        let first = encoder.encode(&batch_of(&ids, &pages), &|_| None);
         let first_at = first.images().next().map(|(_, image)| image.as_ptr());
         drop(first);
 
         // A smaller batch after it writes into the same buffer, and reads back its own bytes.
         let small: Vec<Vec<u8>> = ids.iter().take(2).map(|&id| page(id, 0x55)).collect();
-        let batch: Vec<(PageId, &[u8])> = ids
-            .iter()
-            .copied()
-            .zip(small.iter().map(Vec::as_slice))
-            .collect();
-        let second = encoder.encode(&batch, &|_| None);
+        let second = encoder.encode(&batch_of(&ids, &small), &|_| None);
         let images: Vec<(PageId, &[u8])> = second.images().collect();
         assert_eq!(images.len(), 2, "as many images as pages given");
         assert_eq!(
