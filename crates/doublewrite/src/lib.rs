@@ -55,15 +55,22 @@
 //! syncs before reuse are the syncs a checkpoint would do anyway, brought forward by up to
 //! as many batches as there are areas. A single-page flush writes two pages and syncs once.
 //!
-//! # Default geometry
-//! Two batch areas of 128 pages and 8 single-page slots ([`Geometry::default`]), 4.3 MiB at
-//! 16 KiB pages. 128 pages is the largest batch the buffer pool hands the page store in one
-//! call (a flush-list round), so a round costs one copy write and one sync, and it is MySQL
-//! 8.4's `innodb_doublewrite_pages` (8.0.20–8.0.x's default of 4 made loads several times
-//! slower, INNODB-FACTS §5.2); InnoDB ≤ 8.0.19 used 2 × 64 with up to 120 pages per batch. Two
-//! areas let one batch go in place while the next one's copy is written; more would only
-//! defer data-file syncs. Eight single-page slots as in MySQL 5.7: those flushes are rare, and
+//! # Geometry
+//! Batch areas of 128 pages and 8 single-page slots. 128 pages is the largest batch the buffer
+//! pool hands the page store in one call (a flush-list round), so a round costs one copy write
+//! and one sync, and it is MySQL 8.4's `innodb_doublewrite_pages` (8.0.20–8.0.x's default of 4
+//! made loads several times slower, INNODB-FACTS §5.2); InnoDB ≤ 8.0.19 used 2 × 64 with up to
+//! 120 pages per batch. Eight single-page slots as in MySQL 5.7: those flushes are rare, and
 //! each takes a slot for one write and one sync.
+//!
+//! How many batch areas: [`Geometry::default`] has two (4.3 MiB at 16 KiB pages), the fewest
+//! that let one batch go in place while the next one's copy is written. The engine uses
+//! [`Geometry::for_pool_pages`]: areas for about an eighth of the pool, up to 32 (64.8 MiB).
+//! More areas defer the data-file syncs an area's reuse needs, and that measured as the
+//! larger cost: with two, every other batch of a sharp checkpoint synced the data files
+//! between two copy syncs, and `DetectOnly` — which writes no images — flushed no faster than
+//! `On`. A buffer is held only while a copy is written, so the areas cost file space, not
+//! memory.
 //!
 //! # Modes
 //! [`DoublewriteMode`] is the engine's option; [`decide`] turns it and the device evidence

@@ -92,15 +92,17 @@ pub struct Doublewrite {
     table: Mutex<AreaTable>,
     /// Signalled whenever an area leaves the in-use state.
     freed: Condvar,
-    /// One write buffer per area, allocated at its first use; only the area's holder locks it.
-    buffers: Vec<Mutex<Option<AlignedBuf>>>,
+    /// Write buffers not in use, by kind (batch, single page): a buffer is needed only while
+    /// a copy is written, so there are as many as copies written at once, not one per area.
+    spare_buffers: [Mutex<Vec<AlignedBuf>>; 2],
     counters: Counters,
 }
 
 impl Doublewrite {
     /// Creates `<dir>/doublewrite.dblwr` for pages of `page_size`, replacing any file there:
-    /// preallocated to its full size (so that syncs after copy writes never have to update the
-    /// file size), the header written, the file and `dir` synced. Every area starts unused.
+    /// written whole with zeros (so that syncs after copy writes never have to update the file
+    /// size, nor commit the allocation of the blocks a copy lands in), the header written, the
+    /// file and `dir` synced. Every area starts unused.
     pub fn create(
         fs: &dyn FileSystem,
         dir: &Path,
@@ -117,7 +119,15 @@ impl Doublewrite {
                 .direct(config.direct_io),
         )?;
         let p = page_size.bytes();
-        file.set_len(config.geometry.total_pages() * p as u64)?;
+        let len = config.geometry.total_pages() * p as u64;
+        file.set_len(len)?;
+        let zeros = AlignedBuf::with_alignment(PREALLOCATION_CHUNK.max(p), alignment(&*file));
+        let mut offset = p as u64;
+        while offset < len {
+            let n = zeros.len().min((len - offset) as usize);
+            file.write_at(&zeros[..n], offset)?;
+            offset += n as u64;
+        }
         let mut header = AlignedBuf::with_alignment(p, alignment(&*file));
         encode_header(&mut header, page_size, config.geometry);
         file.write_at(&header, 0)?;
@@ -207,9 +217,7 @@ impl Doublewrite {
             page_size,
             table: Mutex::new(AreaTable::new(config.geometry, first_seq)),
             freed: Condvar::new(),
-            buffers: (0..config.geometry.areas())
-                .map(|_| Mutex::new(None))
-                .collect(),
+            spare_buffers: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
             config,
             counters: Counters::default(),
         }
@@ -391,14 +399,30 @@ impl Doublewrite {
         kind: AreaKind,
     ) -> Result<()> {
         let p = self.page_size.bytes();
+        let spares = &self.spare_buffers[usize::from(kind == AreaKind::SinglePage)];
+        let taken = spares.lock().pop();
+        let mut buf = taken.unwrap_or_else(|| {
+            let pages = 1 + self.config.geometry.capacity(index) as usize;
+            AlignedBuf::with_alignment(pages * p, alignment(&*self.file))
+        });
+        let written = self.write_copy_with(&mut buf, index, seq, pages, kind);
+        spares.lock().push(buf);
+        written
+    }
+
+    /// [`write_copy`](Self::write_copy) with the area's write buffer `buf`.
+    fn write_copy_with(
+        &self,
+        buf: &mut AlignedBuf,
+        index: u32,
+        seq: u64,
+        pages: &[PageImage<'_>],
+        kind: AreaKind,
+    ) -> Result<()> {
+        let p = self.page_size.bytes();
         let geometry = self.config.geometry;
         let content = self.config.content;
         let images = content == CopyContent::Images;
-        let mut slot = self.buffers[index as usize].lock();
-        let buf = slot.get_or_insert_with(|| {
-            let pages = 1 + geometry.capacity(index) as usize;
-            AlignedBuf::with_alignment(pages * p, alignment(&*self.file))
-        });
         let written_pages = if images { 1 + pages.len() } else { 1 };
         let bytes = &mut buf[..written_pages * p];
         let (descriptor, slots) = bytes.split_at_mut(p);
@@ -542,6 +566,10 @@ fn check_config(path: &Path, config: DoublewriteConfig) -> Result<()> {
 }
 
 /// Buffer alignment for `file`: at least what O_DIRECT needs on common devices.
+/// Bytes of zeros written per call when a new file is preallocated (a multiple of every page
+/// size, so chunks stay aligned for O_DIRECT).
+const PREALLOCATION_CHUNK: usize = 1 << 20;
+
 fn alignment(file: &dyn PageFile) -> usize {
     file.alignment().max(DIRECT_IO_ALIGN)
 }

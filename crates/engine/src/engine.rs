@@ -168,6 +168,7 @@ impl Engine {
             catalog.page_size(),
             options.doublewrite,
             &paths,
+            (options.buffer_pool_bytes / catalog.page_size().bytes()) as u64,
         )?);
         let (log, recovery) = open_log(
             &*fs,

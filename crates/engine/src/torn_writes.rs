@@ -25,8 +25,8 @@ use std::sync::Arc;
 
 use barracuda_doublewrite::{
     decide, read_copies, restore_torn_pages_since, AreaKind, AtomicWriteEvidence, Doublewrite,
-    DoublewriteConfig, DoublewriteMode, DoublewriteStats, EffectiveMode, PageImage, ProbeOutcome,
-    FILE_NAME,
+    DoublewriteConfig, DoublewriteMode, DoublewriteStats, EffectiveMode, Geometry, PageImage,
+    ProbeOutcome, FILE_NAME,
 };
 use barracuda_io::{
     probe_atomic_writes, AlignedBuf, AtomicWriteProbe, FileSystem, OpenOptions, PageFile,
@@ -55,6 +55,8 @@ pub(crate) struct PageWrites {
     requested: DoublewriteMode,
     mode: EffectiveMode,
     reason: String,
+    /// The doublewrite file's layout, scaled to the buffer pool.
+    geometry: Geometry,
     /// The doublewrite file: always in `On` and `DetectOnly`; in `AtomicWrites` created at the
     /// first file that refuses an untorn write.
     doublewrite: Mutex<Option<Arc<Doublewrite>>>,
@@ -159,14 +161,17 @@ impl std::fmt::Display for DoublewriteStatus {
 }
 
 impl PageWrites {
-    /// Decides the mode for the database in `dir`, whose tablespaces are `spaces`. Nothing is
-    /// written until [`start`](Self::start) has repaired what a previous session tore.
+    /// Decides the mode for the database in `dir`, whose tablespaces are `spaces`, for a
+    /// buffer pool of `pool_pages` pages (which sizes the doublewrite file:
+    /// [`Geometry::for_pool_pages`]). Nothing is written until [`start`](Self::start) has
+    /// repaired what a previous session tore.
     pub(crate) fn open(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         page_size: PageSize,
         requested: DoublewriteMode,
         spaces: &HashMap<SpaceId, PathBuf>,
+        pool_pages: u64,
     ) -> Result<Self> {
         let evidence = gather_evidence(&*fs, dir, page_size, requested, spaces)?;
         let (mode, reason) = decide(requested, &evidence);
@@ -181,6 +186,7 @@ impl PageWrites {
             requested,
             mode,
             reason,
+            geometry: Geometry::for_pool_pages(pool_pages),
             doublewrite: Mutex::new(None),
             started: AtomicBool::new(false),
             direct: Mutex::new(HashMap::new()),
@@ -213,6 +219,7 @@ impl PageWrites {
         let doublewrite = if let Some(content) = self.mode.copy_content() {
             let config = DoublewriteConfig {
                 content,
+                geometry: self.geometry,
                 ..DoublewriteConfig::default()
             };
             Some(Arc::new(Doublewrite::open(
@@ -423,7 +430,10 @@ impl PageWrites {
             &*self.fs,
             &self.dir,
             self.page_size,
-            DoublewriteConfig::default(),
+            DoublewriteConfig {
+                geometry: self.geometry,
+                ..DoublewriteConfig::default()
+            },
         )?);
         *doublewrite = Some(dw.clone());
         Ok(dw)

@@ -427,3 +427,47 @@ fn auto_on_this_machines_disk_uses_the_doublewrite_file_and_says_why() {
     assert!(db.status().to_string().contains("DOUBLEWRITE"));
     db.close().unwrap();
 }
+
+/// Pages of a doublewrite file with `batch_areas` areas of 128 pages and 8 single-page slots.
+fn doublewrite_file_pages(batch_areas: u64) -> u64 {
+    1 + batch_areas * 129 + 8 * 2
+}
+
+#[test]
+fn the_doublewrite_file_is_sized_to_the_pool_and_rebuilt_when_the_pool_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file_len = || {
+        std::fs::metadata(tmp.path().join("doublewrite.dblwr"))
+            .unwrap()
+            .len()
+    };
+    let open = |pool_pages: usize| {
+        let options = EngineOptions::default()
+            .page_size(PAGE)
+            .buffer_pool_bytes(pool_pages * PAGE.bytes())
+            .doublewrite(DoublewriteMode::On);
+        Engine::open(tmp.path(), options).unwrap()
+    };
+    // 4096 pages: slots for an eighth of them are 4 areas of 128.
+    let db = open(4096);
+    assert_eq!(file_len(), doublewrite_file_pages(4) * PAGE.bytes() as u64);
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    for i in 0..20_000u32 {
+        db.put(&t, format!("k{i:06}").as_bytes(), &[i as u8; 100])
+            .unwrap();
+    }
+    db.checkpoint().unwrap();
+    let copies = db.status().doublewrite.doublewrite.expect("On has a file");
+    assert!(copies.batches > 4, "{copies:?}");
+    db.close().unwrap();
+
+    // A small pool gets the smallest file (two areas), and the data is all there.
+    let db = open(24);
+    assert_eq!(file_len(), doublewrite_file_pages(2) * PAGE.bytes() as u64);
+    let t = db.table("t").unwrap();
+    for i in (0..20_000u32).step_by(997) {
+        let value = db.get(&t, format!("k{i:06}").as_bytes()).unwrap();
+        assert_eq!(value.as_deref(), Some(&[i as u8; 100][..]));
+    }
+    db.close().unwrap();
+}
