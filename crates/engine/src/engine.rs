@@ -168,7 +168,10 @@ impl Engine {
             catalog.page_size(),
             options.doublewrite,
             &paths,
-            (options.buffer_pool_bytes / catalog.page_size().bytes()) as u64,
+            crate::torn_writes::doublewrite_geometry(
+                (options.buffer_pool_bytes / catalog.page_size().bytes()) as u64,
+                options.doublewrite_batch_areas,
+            )?,
         )?);
         let (log, recovery) = open_log(
             &*fs,

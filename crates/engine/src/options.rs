@@ -62,6 +62,7 @@ pub struct EngineOptions {
     pub(crate) random_read_ahead: bool,
     pub(crate) durability: Durability,
     pub(crate) doublewrite: DoublewriteMode,
+    pub(crate) doublewrite_batch_areas: Option<u32>,
     pub(crate) redo_log_capacity: Option<u64>,
     pub(crate) flush_settings: FlushSettings,
     pub(crate) flush_threads: Option<usize>,
@@ -88,6 +89,7 @@ impl Default for EngineOptions {
             random_read_ahead: false,
             durability: Durability::SyncEachCommit,
             doublewrite: DoublewriteMode::Auto,
+            doublewrite_batch_areas: None,
             redo_log_capacity: None,
             flush_settings: FlushSettings::default(),
             flush_threads: None,
@@ -212,6 +214,20 @@ impl EngineOptions {
     #[must_use]
     pub fn doublewrite(mut self, mode: DoublewriteMode) -> Self {
         self.doublewrite = mode;
+        self
+    }
+
+    /// Batch areas of the doublewrite file (1..=256, each 128 pages: one batch of copies in
+    /// flight, kept until the data files its pages went to are synced). Default: sized to the
+    /// buffer pool — areas for about an eighth of its pages, 2 to 32 — so that a flush of many
+    /// batches syncs the data files every few dozen batches rather than every other one. A file
+    /// of another size is rebuilt at open, after its copies were used. [`Engine::open`] refuses
+    /// a count outside the bounds.
+    ///
+    /// [`Engine::open`]: crate::Engine::open
+    #[must_use]
+    pub fn doublewrite_batch_areas(mut self, areas: u32) -> Self {
+        self.doublewrite_batch_areas = Some(areas);
         self
     }
 

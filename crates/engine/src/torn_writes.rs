@@ -77,6 +77,22 @@ pub(crate) struct PageWrites {
     holes: HolePuncher,
 }
 
+/// The doublewrite file's layout for a buffer pool of `pool_pages` pages: `batch_areas` areas
+/// when given (checked), else [`Geometry::for_pool_pages`].
+pub(crate) fn doublewrite_geometry(pool_pages: u64, batch_areas: Option<u32>) -> Result<Geometry> {
+    let geometry = match batch_areas {
+        None => Geometry::for_pool_pages(pool_pages),
+        Some(batch_areas) => Geometry {
+            batch_areas,
+            ..Geometry::default()
+        },
+    };
+    geometry
+        .validate()
+        .map_err(|why| Error::InvalidOption(format!("doublewrite_batch_areas: {why}")))?;
+    Ok(geometry)
+}
+
 /// A data file's handle for untorn writes.
 struct DirectHandle {
     /// The file's own handle (the map's key is its address).
@@ -161,17 +177,16 @@ impl std::fmt::Display for DoublewriteStatus {
 }
 
 impl PageWrites {
-    /// Decides the mode for the database in `dir`, whose tablespaces are `spaces`, for a
-    /// buffer pool of `pool_pages` pages (which sizes the doublewrite file:
-    /// [`Geometry::for_pool_pages`]). Nothing is written until [`start`](Self::start) has
-    /// repaired what a previous session tore.
+    /// Decides the mode for the database in `dir`, whose tablespaces are `spaces`, with a
+    /// doublewrite file of `geometry` ([`doublewrite_geometry`]). Nothing is written until
+    /// [`start`](Self::start) has repaired what a previous session tore.
     pub(crate) fn open(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         page_size: PageSize,
         requested: DoublewriteMode,
         spaces: &HashMap<SpaceId, PathBuf>,
-        pool_pages: u64,
+        geometry: Geometry,
     ) -> Result<Self> {
         let evidence = gather_evidence(&*fs, dir, page_size, requested, spaces)?;
         let (mode, reason) = decide(requested, &evidence);
@@ -186,7 +201,7 @@ impl PageWrites {
             requested,
             mode,
             reason,
-            geometry: Geometry::for_pool_pages(pool_pages),
+            geometry,
             doublewrite: Mutex::new(None),
             started: AtomicBool::new(false),
             direct: Mutex::new(HashMap::new()),

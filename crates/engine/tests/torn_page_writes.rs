@@ -38,13 +38,27 @@ const ITERATIONS: u64 = 12;
 const LONG_ITERATIONS: u64 = 1000;
 
 fn options(fs: &FaultyFileSystem, mode: DoublewriteMode) -> EngineOptions {
-    EngineOptions::default()
+    options_with_areas(fs, mode, None)
+}
+
+/// [`options`] with `areas` batch areas in the doublewrite file (else the pool's default: 2
+/// for this small pool).
+fn options_with_areas(
+    fs: &FaultyFileSystem,
+    mode: DoublewriteMode,
+    areas: Option<u32>,
+) -> EngineOptions {
+    let options = EngineOptions::default()
         .page_size(PAGE)
         .buffer_pool_bytes(24 * PAGE.bytes())
         .redo_log_capacity(4 << 20)
         .durability(Durability::SyncEachCommit)
         .doublewrite(mode)
-        .file_system(Arc::new(fs.clone()))
+        .file_system(Arc::new(fs.clone()));
+    match areas {
+        Some(areas) => options.doublewrite_batch_areas(areas),
+        None => options,
+    }
 }
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -67,9 +81,10 @@ fn run_and_crash(
     mode: DoublewriteMode,
     seed: u64,
     table: TableOptions,
+    areas: Option<u32>,
 ) -> (Model, usize) {
     let mut rng = SplitMix64::new(seed);
-    let db = Engine::open(dir, options(fs, mode)).unwrap();
+    let db = Engine::open(dir, options_with_areas(fs, mode, areas)).unwrap();
     let t = db.create_table("t", table).unwrap();
     let mut model = Model::new();
     let batches = 50 + rng.below(50);
@@ -117,6 +132,7 @@ fn iteration(
     seed: u64,
     pretend_atomic: bool,
     table: TableOptions,
+    areas: Option<u32>,
 ) -> (Outcome, usize) {
     let tmp = tempfile::tempdir().unwrap();
     let fs = FaultyFileSystem::new();
@@ -125,8 +141,8 @@ fn iteration(
     if pretend_atomic {
         fs.pretend_atomic_writes(Some(PAGE.bytes() as u32));
     }
-    let (model, torn) = run_and_crash(tmp.path(), &fs, mode, seed, table);
-    let outcome = match Engine::open(tmp.path(), options(&fs, mode)) {
+    let (model, torn) = run_and_crash(tmp.path(), &fs, mode, seed, table, areas);
+    let outcome = match Engine::open(tmp.path(), options_with_areas(&fs, mode, areas)) {
         Ok(db) => {
             let t = db.table("t").unwrap();
             let got: Model = db.range(&t, ..).unwrap().map(Result::unwrap).collect();
@@ -161,11 +177,12 @@ fn run_mode(
     iterations: u64,
     pretend_atomic: bool,
     table: TableOptions,
+    areas: Option<u32>,
 ) -> (u64, usize, u64, usize) {
     let (mut recovered, mut repaired, mut refused, mut torn) = (0, 0, 0, 0);
     for i in 0..iterations {
         let seed = 0x70_0000 + i;
-        let (outcome, torn_here) = iteration(mode, seed, pretend_atomic, table);
+        let (outcome, torn_here) = iteration(mode, seed, pretend_atomic, table, areas);
         torn += torn_here;
         match outcome {
             Outcome::Recovered { repaired: r } => {
@@ -178,9 +195,9 @@ fn run_mode(
     (recovered, repaired, refused, torn)
 }
 
-fn doublewrite_on_always_recovers(iterations: u64, table: TableOptions) {
+fn doublewrite_on_always_recovers(iterations: u64, table: TableOptions, areas: Option<u32>) {
     let (recovered, repaired, refused, torn) =
-        run_mode(DoublewriteMode::On, iterations, false, table);
+        run_mode(DoublewriteMode::On, iterations, false, table, areas);
     assert_eq!(refused, 0);
     assert_eq!(recovered, iterations);
     assert!(
@@ -195,7 +212,15 @@ fn doublewrite_on_always_recovers(iterations: u64, table: TableOptions) {
 
 #[test]
 fn doublewrite_on_repairs_torn_pages_and_keeps_every_acknowledged_commit() {
-    doublewrite_on_always_recovers(ITERATIONS, TableOptions::default());
+    doublewrite_on_always_recovers(ITERATIONS, TableOptions::default(), None);
+}
+
+/// With six batch areas an area is reused only every sixth batch, so the data files are synced
+/// that rarely and a crash tears in-place writes of several batches whose copies sit in
+/// different areas: each torn page is restored from the newest of them.
+#[test]
+fn doublewrite_on_with_many_areas_repairs_pages_torn_across_batches() {
+    doublewrite_on_always_recovers(ITERATIONS, TableOptions::default(), Some(6));
 }
 
 /// A row-compressed table's blocks (2 KiB at the start of 4 KiB slots; their other pages
@@ -203,7 +228,7 @@ fn doublewrite_on_repairs_torn_pages_and_keeps_every_acknowledged_commit() {
 /// from its copy, and every acknowledged commit is there.
 #[test]
 fn doublewrite_on_repairs_torn_blocks_of_a_compressed_table() {
-    doublewrite_on_always_recovers(ITERATIONS, compressed());
+    doublewrite_on_always_recovers(ITERATIONS, compressed(), None);
 }
 
 /// Without copies, a torn block is reported (its checksum), never served.
@@ -219,12 +244,13 @@ fn compressed() -> TableOptions {
 #[test]
 #[ignore = "thousands of crashes; run with --ignored"]
 fn doublewrite_on_repairs_torn_pages_over_many_crashes() {
-    doublewrite_on_always_recovers(LONG_ITERATIONS, TableOptions::default());
-    doublewrite_on_always_recovers(LONG_ITERATIONS, compressed());
+    doublewrite_on_always_recovers(LONG_ITERATIONS, TableOptions::default(), None);
+    doublewrite_on_always_recovers(LONG_ITERATIONS, TableOptions::default(), Some(6));
+    doublewrite_on_always_recovers(LONG_ITERATIONS, compressed(), None);
 }
 
 fn unprotected_writes_are_detected(mode: DoublewriteMode, iterations: u64, table: TableOptions) {
-    let (_, repaired, refused, torn) = run_mode(mode, iterations, false, table);
+    let (_, repaired, refused, torn) = run_mode(mode, iterations, false, table, None);
     assert!(
         torn > 0,
         "no table page write was torn: the test proves nothing"
@@ -279,6 +305,7 @@ fn atomic_writes_on_an_atomic_device_recover_without_a_doublewrite_file() {
             DoublewriteMode::AtomicWrites,
             seed,
             TableOptions::default(),
+            None,
         );
         assert!(
             !fs.exists(&tmp.path().join("doublewrite.dblwr")).unwrap(),
@@ -322,6 +349,7 @@ fn a_file_that_refuses_untorn_writes_falls_back_to_the_doublewrite_file() {
             DoublewriteMode::AtomicWrites,
             seed,
             TableOptions::default(),
+            None,
         );
         torn_total += torn;
         assert!(
@@ -460,6 +488,27 @@ fn the_doublewrite_file_is_sized_to_the_pool_and_rebuilt_when_the_pool_changes()
     let copies = db.status().doublewrite.doublewrite.expect("On has a file");
     assert!(copies.batches > 4, "{copies:?}");
     db.close().unwrap();
+
+    // Asked for, the count is the one asked for, within the file format's bounds.
+    let asked = |areas: u32| {
+        let options = EngineOptions::default()
+            .page_size(PAGE)
+            .buffer_pool_bytes(24 * PAGE.bytes())
+            .doublewrite(DoublewriteMode::On)
+            .doublewrite_batch_areas(areas);
+        Engine::open(tmp.path(), options)
+    };
+    asked(6).unwrap().close().unwrap();
+    assert_eq!(file_len(), doublewrite_file_pages(6) * PAGE.bytes() as u64);
+    for refused in [0, 257] {
+        match asked(refused) {
+            Err(Error::InvalidOption(why)) => assert!(
+                why.contains("doublewrite_batch_areas") && why.contains(&refused.to_string()),
+                "{why}"
+            ),
+            other => panic!("{refused} batch areas: {:?}", other.map(|_| ())),
+        }
+    }
 
     // A small pool gets the smallest file (two areas), and the data is all there.
     let db = open(24);

@@ -145,7 +145,7 @@ fn an_apply_thread_checks_the_crc_before_it_applies() -> Result<(), Box<dyn std:
         PageSize::K4,
         barracuda_doublewrite::DoublewriteMode::Off,
         &spaces,
-        256,
+        barracuda_doublewrite::Geometry::default(),
     )?;
     page_writes.start(&spaces, 0)?;
     let encoder = crate::compression::PageEncoder::new(
