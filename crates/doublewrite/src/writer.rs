@@ -565,11 +565,11 @@ fn check_config(path: &Path, config: DoublewriteConfig) -> Result<()> {
         })
 }
 
-/// Buffer alignment for `file`: at least what O_DIRECT needs on common devices.
 /// Bytes of zeros written per call when a new file is preallocated (a multiple of every page
 /// size, so chunks stay aligned for O_DIRECT).
 const PREALLOCATION_CHUNK: usize = 1 << 20;
 
+/// Buffer alignment for `file`: at least what O_DIRECT needs on common devices.
 fn alignment(file: &dyn PageFile) -> usize {
     file.alignment().max(DIRECT_IO_ALIGN)
 }
