@@ -132,8 +132,8 @@ impl Geometry {
     /// slots.
     ///
     /// Why more than two: an area may be overwritten only once the data files its last batch
-    /// went to are synced, so with two areas every batch after the second waits for a data-file
-    /// sync of the batch before last — a sharp checkpoint of N batches pays ~N data syncs
+    /// went to are synced, so with two areas every other batch waits for a data-file sync (of
+    /// the two batches before it) — a sharp checkpoint of N batches pays ~N/2 data syncs
     /// between its copy syncs, each of which the device serialises behind the copies. With
     /// areas for an eighth of the pool, flushing the whole pool syncs the data files about
     /// eight times (each sync covering the batches written since the last one). Measured
