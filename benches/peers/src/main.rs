@@ -27,14 +27,14 @@ use serde::Serialize;
 use engines::{BoxError, EngineKind, OpenSpec, PeerDb, Result};
 use workload::{Figures, ROW_LEN, SCAN_ROWS, VALUE_LEN};
 
-/// Barracuda beside LMDB, redb and RocksDB: loads, point gets and short scans.
+/// Barracuda beside LMDB, redb and RocksDB: loads, point gets, short scans and durable commits.
 #[derive(Parser, Debug)]
 #[command(version)]
 struct Args {
     /// Rows to load (8-byte keys, 180-byte values). Default 1,000,000 (--quick: 100,000).
     #[arg(long)]
     rows: Option<u64>,
-    /// Reader threads of the timed read phases.
+    /// Reader threads of the timed read phases (the commit phases have their own: 1 and 16).
     #[arg(long, default_value_t = 2)]
     threads: usize,
     /// Seconds of each timed read phase. Default 10 (--quick: 2).
@@ -93,17 +93,28 @@ enum Phase {
     #[value(name = "scan_100")]
     #[serde(rename = "scan_100")]
     Scan100,
+    /// One-row transactions, each durable before its commit returns, from one thread into a
+    /// fresh database (random keys of the load's range): commits/s, latencies.
+    #[value(name = "commit_1")]
+    #[serde(rename = "commit_1")]
+    Commit1,
+    /// The same from 16 threads at once: what group commit makes of one sync for many.
+    #[value(name = "commit_16")]
+    #[serde(rename = "commit_16")]
+    Commit16,
 }
 
 impl Phase {
     /// Every phase, in running order.
-    const ALL: [Phase; 6] = [
+    const ALL: [Phase; 8] = [
         Self::SeqLoad,
         Self::RandomLoad,
         Self::BulkLoad,
         Self::GetWarm,
         Self::GetQuarter,
         Self::Scan100,
+        Self::Commit1,
+        Self::Commit16,
     ];
 
     /// Its name on the command line, in the table and in the JSON file.
@@ -115,6 +126,8 @@ impl Phase {
             Self::GetWarm => "get_warm",
             Self::GetQuarter => "get_quarter",
             Self::Scan100 => "scan_100",
+            Self::Commit1 => "commit_1",
+            Self::Commit16 => "commit_16",
         }
     }
 
@@ -124,6 +137,16 @@ impl Phase {
             Self::SeqLoad | Self::RandomLoad | Self::BulkLoad => "rows/s",
             Self::GetWarm | Self::GetQuarter => "ops/s",
             Self::Scan100 => "scans/s",
+            Self::Commit1 | Self::Commit16 => "commits/s",
+        }
+    }
+
+    /// The committing threads of a durable-commit phase; `None` for the others.
+    fn committers(self) -> Option<usize> {
+        match self {
+            Self::Commit1 => Some(1),
+            Self::Commit16 => Some(16),
+            _ => None,
         }
     }
 
@@ -198,12 +221,13 @@ impl Config {
         })
     }
 
-    /// How to open a database in `dir` with `cache_bytes` of cache.
+    /// How to open a database in `dir` with `cache_bytes` of cache, without a sync per commit.
     fn spec<'p>(&self, dir: &'p Path, cache_bytes: usize) -> OpenSpec<'p> {
         OpenSpec {
             dir,
             cache_bytes,
             data_bytes: self.data_bytes,
+            durable: false,
         }
     }
 
@@ -307,6 +331,23 @@ fn run_engine(kind: EngineKind, cfg: &Config, round: usize, base: &Path) -> Resu
         db.close()?;
     }
 
+    for phase in [Phase::Commit1, Phase::Commit16] {
+        let Some(threads) = phase.committers().filter(|_| cfg.has(phase)) else {
+            continue;
+        };
+        let dir =
+            TempDir::create(base.join(format!("r{}-{}-{}", round + 1, kind.name(), phase.name())))?;
+        let spec = OpenSpec {
+            durable: true,
+            ..cfg.spec(&dir.0, cfg.cache_bytes_large)
+        };
+        let db = engines::open(kind, spec)?;
+        let figures = durable_commits(db.as_ref(), cfg, threads, seed)?;
+        report(phase, &figures);
+        out.insert(phase, figures);
+        db.close()?;
+    }
+
     if cfg.has(Phase::GetWarm) || cfg.has(Phase::Scan100) {
         let db = engines::open(kind, cfg.spec(&seq_dir.0, cfg.cache_bytes_large))?;
         warm_by_scan(db.as_ref(), cfg.rows)?;
@@ -399,6 +440,16 @@ fn scans(db: &dyn PeerDb, cfg: &Config, seed: u64) -> Result<Figures> {
             return Err(format!("a scan from row {n} saw {seen} rows, not {want}").into());
         }
         Ok(())
+    })
+}
+
+/// A durable-commit phase: `threads` threads each committing one-row transactions (uniformly
+/// random keys of the load's range, so inserts at first and some updates later) for the
+/// phase's duration, every commit durable before it returns.
+fn durable_commits(db: &dyn PeerDb, cfg: &Config, threads: usize, seed: u64) -> Result<Figures> {
+    workload::timed(threads, cfg.duration(), seed, |rng| {
+        let n = rng.gen_range(0..cfg.rows);
+        db.commit_row(&workload::key(n), &workload::value(n))
     })
 }
 

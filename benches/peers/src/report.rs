@@ -63,10 +63,13 @@ enum Bound {
     AtLeastTimes(EngineKind, f64),
     /// Barracuda's p99.9 latency at most this many µs.
     P999AtMostUs(f64),
+    /// Barracuda's rate at least this many times its own rate in another phase (the peers'
+    /// own ratios are shown beside it).
+    ScalesAtLeast(Phase, f64),
 }
 
 /// Barracuda's targets against its peers (the issue's list).
-const TARGETS: [(Phase, Bound); 6] = [
+const TARGETS: [(Phase, Bound); 7] = [
     (Phase::GetWarm, Bound::AtLeastTimes(EngineKind::Lmdb, 0.9)),
     (
         Phase::GetQuarter,
@@ -79,6 +82,8 @@ const TARGETS: [(Phase, Bound); 6] = [
         Phase::RandomLoad,
         Bound::AtLeastTimes(EngineKind::Rocksdb, 1.0),
     ),
+    // Issue 8: 16 committing threads at least 10 x one.
+    (Phase::Commit16, Bound::ScalesAtLeast(Phase::Commit1, 10.0)),
 ];
 
 /// One target's outcome.
@@ -162,6 +167,48 @@ fn judge_one(
                 },
             }
         }
+        Bound::ScalesAtLeast(base, factor) => {
+            let target = format!(
+                "{who}{} {} >= {factor:.1} x {}",
+                phase.name(),
+                phase.unit(),
+                base.name()
+            );
+            let ratio_of = |e: EngineKind| {
+                let m = medians.get(&e)?;
+                let (top, bottom) = (m.get(&phase)?, m.get(&base)?);
+                (bottom.per_s > 0.0).then(|| (top.per_s / bottom.per_s, top.per_s, bottom.per_s))
+            };
+            let peers: Vec<String> = medians
+                .keys()
+                .filter(|&&e| e != us)
+                .filter_map(|&e| ratio_of(e).map(|(r, _, _)| format!("{} {r:.2}", e.name())))
+                .collect();
+            let peers = if peers.is_empty() {
+                String::new()
+            } else {
+                format!("; peers: {}", peers.join(", "))
+            };
+            match ratio_of(us) {
+                Some((ratio, top, bottom)) => TargetOutcome {
+                    target,
+                    value: Some(ratio),
+                    met: Some(ratio >= factor),
+                    detail: format!("{} / {}{peers}", thousands(top), thousands(bottom)),
+                },
+                None => TargetOutcome {
+                    target,
+                    value: None,
+                    met: None,
+                    detail: format!(
+                        "not measured: needs {} with phases {} and {}",
+                        us.name(),
+                        base.name(),
+                        phase.name()
+                    ),
+                },
+            }
+        }
         Bound::P999AtMostUs(limit) => {
             let target = format!("{who}{} p99.9 <= {limit:.0} us", phase.name());
             match mine.and_then(|m| m.p999_us) {
@@ -196,7 +243,7 @@ pub(crate) fn table(
     let p50: Cell = |f| f.p50_us.map(|x| format!("{x:.1}"));
     let p99: Cell = |f| f.p99_us.map(|x| format!("{x:.1}"));
     let p999: Cell = |f| f.p999_us.map(|x| format!("{x:.1}"));
-    let main_rows: [(String, Phase, Cell); 7] = [
+    let main_rows: [(String, Phase, Cell); 9] = [
         ("seq_load rows/s".into(), Phase::SeqLoad, rate),
         ("random_load rows/s".into(), Phase::RandomLoad, rate),
         ("bulk_load rows/s".into(), Phase::BulkLoad, rate),
@@ -204,9 +251,17 @@ pub(crate) fn table(
         ("get_quarter ops/s".into(), Phase::GetQuarter, rate),
         ("get_quarter p99.9 µs".into(), Phase::GetQuarter, p999),
         ("scan_100 scans/s".into(), Phase::Scan100, rate),
+        ("commit_1 commits/s".into(), Phase::Commit1, rate),
+        ("commit_16 commits/s".into(), Phase::Commit16, rate),
     ];
     let mut latency_rows: Vec<(String, Phase, Cell)> = Vec::new();
-    for phase in [Phase::GetWarm, Phase::GetQuarter, Phase::Scan100] {
+    for phase in [
+        Phase::GetWarm,
+        Phase::GetQuarter,
+        Phase::Scan100,
+        Phase::Commit1,
+        Phase::Commit16,
+    ] {
         for (name, cell) in [("p50", p50), ("p99", p99), ("p99.9", p999)] {
             latency_rows.push((format!("{} {name} µs", phase.name()), phase, cell));
         }
@@ -291,6 +346,49 @@ mod tests {
         assert_eq!(median(&mut []), None);
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+
+    #[test]
+    fn scaling_is_judged_against_our_own_base_phase_with_the_peers_ratios_beside_it() {
+        let rate = |per_s| Figures {
+            per_s,
+            ..Figures::default()
+        };
+        let mut medians = BTreeMap::new();
+        medians.insert(
+            EngineKind::Barracuda,
+            BTreeMap::from([
+                (Phase::Commit1, rate(5000.0)),
+                (Phase::Commit16, rate(25_000.0)),
+            ]),
+        );
+        medians.insert(
+            EngineKind::Rocksdb,
+            BTreeMap::from([
+                (Phase::Commit1, rate(3000.0)),
+                (Phase::Commit16, rate(12_000.0)),
+            ]),
+        );
+        let outcome = judge_one(
+            &medians,
+            EngineKind::Barracuda,
+            Phase::Commit16,
+            Bound::ScalesAtLeast(Phase::Commit1, 10.0),
+        );
+        assert_eq!(outcome.value, Some(5.0));
+        assert_eq!(outcome.met, Some(false));
+        assert_eq!(outcome.detail, "25,000 / 5,000; peers: rocksdb 4.00");
+
+        medians
+            .get_mut(&EngineKind::Barracuda)
+            .map(|m| m.remove(&Phase::Commit1));
+        let outcome = judge_one(
+            &medians,
+            EngineKind::Barracuda,
+            Phase::Commit16,
+            Bound::ScalesAtLeast(Phase::Commit1, 10.0),
+        );
+        assert_eq!(outcome.met, None, "{}", outcome.detail);
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Barracuda: one table, `Durability::Background` (the redo log on, no sync at commit: InnoDB's
-//! `innodb_flush_log_at_trx_commit = 0`), the buffer pool sized by the caller.
+//! `innodb_flush_log_at_trx_commit = 0`), the buffer pool sized by the caller; opened
+//! [`durable`](OpenSpec::durable), `Durability::SyncEachCommit` (`= 1`: concurrent commits
+//! share one log sync).
 //!
 //! Loads write each batch with `Transaction::put_many` (the engine's batch write, as the RocksDB
 //! side writes a `WriteBatch`): a leaf's rows in one mini-transaction.
@@ -31,7 +33,11 @@ impl Db {
         let options = EngineOptions::default()
             .page_size(page_size)
             .buffer_pool_bytes(spec.cache_bytes)
-            .durability(Durability::Background);
+            .durability(if spec.durable {
+                Durability::SyncEachCommit
+            } else {
+                Durability::Background
+            });
         let engine = Engine::open(spec.dir, options)?;
         let table = if engine.list_tables().iter().any(|t| t == TABLE) {
             engine.table(TABLE)?
@@ -46,6 +52,13 @@ impl PeerDb for Db {
     fn write_batch(&self, batch: &Batch, _last: bool) -> Result<()> {
         let mut tx = self.engine.begin();
         tx.put_many(&self.table, batch.rows())?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn commit_row(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut tx = self.engine.begin();
+        tx.put(&self.table, key, value)?;
         tx.commit()?;
         Ok(())
     }

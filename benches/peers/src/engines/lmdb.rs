@@ -1,5 +1,7 @@
 //! LMDB through heed: one unnamed database, the environment opened with `NO_SYNC` and
-//! `NO_META_SYNC` (commits write their pages with `write`, never `fsync`), no `WRITE_MAP`, no
+//! `NO_META_SYNC` (commits write their pages with `write`, never `fsync`) — but for the
+//! `commit_*` phases ([`OpenSpec::durable`]), where it keeps LMDB's durable default (a commit
+//! syncs its data pages, then its meta page) —, no `WRITE_MAP`, no
 //! `APPEND` hint at load (Barracuda gets none either) but in `bulk_load`, LMDB's own bulk path. LMDB reads through its memory map, so it
 //! has no cache to size: the OS page cache holds the data in every phase.
 //!
@@ -34,7 +36,9 @@ impl Db {
                       LMDB by another program (this directory is the benchmark's own)"
         )]
         let env = unsafe {
-            options.flags(EnvFlags::NO_SYNC | EnvFlags::NO_META_SYNC);
+            if !spec.durable {
+                options.flags(EnvFlags::NO_SYNC | EnvFlags::NO_META_SYNC);
+            }
             options.open(spec.dir)?
         };
         let mut wtxn = env.write_txn()?;
@@ -50,6 +54,13 @@ impl PeerDb for Db {
         for (k, v) in batch.rows() {
             self.db.put(&mut wtxn, k, v)?;
         }
+        wtxn.commit()?;
+        Ok(())
+    }
+
+    fn commit_row(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut wtxn = self.env.write_txn()?;
+        self.db.put(&mut wtxn, key, value)?;
         wtxn.commit()?;
         Ok(())
     }

@@ -49,6 +49,11 @@ pub trait PeerDb: Send + Sync {
         Ok(())
     }
 
+    /// Writes one row in a transaction of its own and commits it as the database was opened:
+    /// durably (synced before this returns) when [`OpenSpec::durable`], else as
+    /// [`write_batch`](Self::write_batch) does. Called from many threads at once.
+    fn commit_row(&self, key: &[u8], value: &[u8]) -> Result<()>;
+
     /// Looks `key` up; calls `f` with its value (borrowed from the engine where it can) and
     /// returns `true` if found.
     fn get(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool>;
@@ -135,6 +140,10 @@ pub struct OpenSpec<'p> {
         expect(dead_code, reason = "only LMDB sizes its map by it")
     )]
     pub data_bytes: usize,
+    /// Every commit durable before it returns (the `commit_*` phases): Barracuda
+    /// `Durability::SyncEachCommit`, LMDB without `NO_SYNC`, redb `Durability::Immediate`,
+    /// RocksDB `sync = true`. Otherwise no sync per commit.
+    pub durable: bool,
 }
 
 /// Opens `kind`'s database as `spec` says.

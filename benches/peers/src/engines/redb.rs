@@ -1,7 +1,8 @@
 //! redb: one table of byte-slice keys and values in one file, `cache_size` set by the caller.
 //! Load batches commit with `Durability::None` (nothing synced) but the last, which commits
 //! with `Durability::Immediate` (the load's durable end, timed with the load as redb needs it to
-//! persist the non-durable commits before it).
+//! persist the non-durable commits before it). `commit_row` commits with `Immediate` when the
+//! database was opened [`durable`](OpenSpec::durable), else with `None`.
 //!
 //! Reads: one read transaction per operation; values through `AccessGuard::value()`, slices of
 //! redb's own pages.
@@ -20,6 +21,8 @@ const FILE: &str = "data.redb";
 /// An open redb database.
 pub struct Db {
     db: Database,
+    /// [`OpenSpec::durable`]: `commit_row` commits with `Durability::Immediate`.
+    durable: bool,
 }
 
 impl Db {
@@ -33,7 +36,10 @@ impl Db {
         let txn = db.begin_write()?;
         txn.open_table(TABLE)?;
         txn.commit()?;
-        Ok(Self { db })
+        Ok(Self {
+            db,
+            durable: spec.durable,
+        })
     }
 }
 
@@ -51,6 +57,18 @@ impl PeerDb for Db {
                 table.insert(k, v)?;
             }
         }
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn commit_row(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut txn = self.db.begin_write()?;
+        txn.set_durability(if self.durable {
+            Durability::Immediate
+        } else {
+            Durability::None
+        })?;
+        txn.open_table(TABLE)?.insert(key, value)?;
         txn.commit()?;
         Ok(())
     }

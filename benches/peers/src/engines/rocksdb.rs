@@ -2,7 +2,9 @@
 //! OS page cache in every phase, so compression would only cost CPU), an LRU block cache of the
 //! caller's size holding index blocks too (`cache_index_and_filter_blocks`, so that the cache
 //! size is the whole budget), other options at RocksDB's defaults (4 KiB blocks, no bloom
-//! filter). Writes: one `WriteBatch` per batch, `sync = false`, WAL on.
+//! filter). Writes: one `WriteBatch` per batch, `sync = false`, WAL on (`sync = true` when
+//! opened [`durable`](OpenSpec::durable): RocksDB's group commit shares a WAL sync among
+//! concurrent writers).
 //!
 //! After a load, [`PeerDb::settle`] flushes the memtable and compacts everything (untimed), so
 //! the read phases read sorted files, as they read the other engines' finished B-trees.
@@ -35,7 +37,7 @@ impl Db {
         options.set_block_based_table_factory(&table);
         let db = DB::open(&options, spec.dir)?;
         let mut write_options = WriteOptions::default();
-        write_options.set_sync(false);
+        write_options.set_sync(spec.durable);
         write_options.disable_wal(false);
         Ok(Self { db, write_options })
     }
@@ -47,6 +49,13 @@ impl PeerDb for Db {
         for (k, v) in batch.rows() {
             wb.put(k, v);
         }
+        self.db.write_opt(wb, &self.write_options)?;
+        Ok(())
+    }
+
+    fn commit_row(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut wb = WriteBatch::default();
+        wb.put(key, value);
         self.db.write_opt(wb, &self.write_options)?;
         Ok(())
     }
