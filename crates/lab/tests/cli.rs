@@ -181,6 +181,8 @@ fn lab_all_quick_writes_tables_json_and_svgs() {
         "16k-kbs8-zlib",
         "16k-kbs4-zlib",
         "16k-kbs8-lz4",
+        "64k-kbs16-zlib",
+        "64k-kbs8-zlib",
     ] {
         let at = |f: &str| format!("results.{variant}.{f}");
         for f in [
