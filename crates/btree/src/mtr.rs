@@ -10,6 +10,7 @@
 //! ([`PageChange`]); [`PlaceholderLog`] hands out increasing LSNs and writes nothing, for trees
 //! that need no durability (tests, tools).
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use barracuda_buffer_pool::ExclusiveGuard;
@@ -26,7 +27,7 @@ pub struct MtrSummary<'a> {
 }
 
 /// One page an mtr changed, as the log needs it to record the change.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct PageChange<'a> {
     /// The page.
     pub id: PageId,
@@ -44,6 +45,10 @@ pub struct PageChange<'a> {
     /// is `described` replayed from the page as the mtr found it, then the difference from
     /// `before` to `after`.
     pub described: &'a [DescribedChange<'a>],
+    /// Bytes of a created page its builder knows to be zeros (the free gap of an index page
+    /// built from zeros by inserts: [`Mtr::note_zero_gap`]); empty when nothing is known. A
+    /// log may write the page's image without them, and without reading them.
+    pub zero_gap: Range<usize>,
     /// The page before the first described change, when the pool keeps it
     /// ([`PoolConfig::keep_described_from`](barracuda_buffer_pool::PoolConfig::keep_described_from)):
     /// for a log that checks its records reproduce `after`.
@@ -241,6 +246,8 @@ pub struct Mtr<'a> {
     described: SmallVec<[Described; INLINE_PAGES]>,
     /// The encodings of the described changes' records, back to back.
     described_bytes: SmallVec<[u8; INLINE_RECORD_BYTES]>,
+    /// Created pages' known zero bytes ([`note_zero_gap`](Self::note_zero_gap)).
+    zero_gaps: SmallVec<[(PageId, Range<usize>); 1]>,
 }
 
 /// Pages (and described changes) an mtr holds without allocating.
@@ -257,6 +264,7 @@ impl<'a> Mtr<'a> {
             changed: SmallVec::new(),
             described: SmallVec::new(),
             described_bytes: SmallVec::new(),
+            zero_gaps: SmallVec::new(),
         }
     }
 
@@ -340,6 +348,15 @@ impl<'a> Mtr<'a> {
         self.changed.push(guard);
     }
 
+    /// Notes that the bytes `gap` of page `id`, which this mtr created, are zeros (the page
+    /// started as the pool's zeroed frame and nothing wrote there since): its log records
+    /// may leave them out without reading them — a split's new page is 16 KiB of which a
+    /// sequential load's split fills a few hundred bytes. Ignored for a page the mtr did not
+    /// create. The caller answers for the zeros; debug builds of the engine's log check them.
+    pub(crate) fn note_zero_gap(&mut self, id: PageId, gap: Range<usize>) {
+        self.zero_gaps.push((id, gap));
+    }
+
     /// Makes room for `changes` more described changes of about `bytes` encoded bytes in all:
     /// a large mtr (a run of rows) then grows its buffers once instead of doubling them, and
     /// copying what they hold, as it goes.
@@ -395,6 +412,11 @@ impl<'a> Mtr<'a> {
                     before: guard.before_image(),
                     after: &guard[..],
                     described: grouped.get(span).unwrap_or_default(),
+                    zero_gap: self
+                        .zero_gaps
+                        .iter()
+                        .find(|(id, _)| *id == guard.page_id() && guard.is_created())
+                        .map_or(0..0, |(_, gap)| gap.clone()),
                     described_from: guard.described_from(),
                 })
                 .collect();

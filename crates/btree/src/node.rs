@@ -233,6 +233,11 @@ impl<B: AsRef<[u8]>> Node<B> {
         Some(self.page.next()).filter(|&p| p != FIL_NULL)
     }
 
+    /// The page's bytes between heap and directory ([`IndexPage::free_gap`]).
+    pub(crate) fn free_gap(&self) -> std::ops::Range<usize> {
+        self.page.free_gap()
+    }
+
     pub(crate) fn free_space(&self) -> usize {
         self.page.free_space()
     }
@@ -283,6 +288,24 @@ impl<'a> Node<&'a mut [u8]> {
     ) -> Result<Self> {
         let mut page =
             IndexPage::init(buf, page_size, id, level, index_id).map_err(page_err(id))?;
+        page.set_prev(prev.unwrap_or(FIL_NULL));
+        page.set_next(next.unwrap_or(FIL_NULL));
+        Ok(Self { page, id })
+    }
+
+    /// [`init`](Self::init) for a page the pool has just created, whose frame holds only
+    /// zeros (`BufferPool::create`'s promise): only the headers are written.
+    pub(crate) fn init_created(
+        buf: &'a mut [u8],
+        id: PageId,
+        level: u16,
+        index_id: u64,
+        prev: Option<PageNo>,
+        next: Option<PageNo>,
+        page_size: PageSize,
+    ) -> Result<Self> {
+        let mut page =
+            IndexPage::init_zeroed(buf, page_size, id, level, index_id).map_err(page_err(id))?;
         page.set_prev(prev.unwrap_or(FIL_NULL));
         page.set_next(next.unwrap_or(FIL_NULL));
         Ok(Self { page, id })

@@ -249,7 +249,7 @@ impl BTree {
         let right_no = right_id.page_no;
         let next = old_next.map(|n| held.take_latched(n)).transpose()?;
         {
-            let mut right_node = NodeMut::init(
+            let mut right_node = NodeMut::init_created(
                 &mut right,
                 right_id,
                 level,
@@ -307,6 +307,10 @@ impl BTree {
                 first.to_vec()
             }
         };
+        // The new page was the pool's zeroed frame, formatted by `init_created` and filled by
+        // inserts alone: nothing has written between its heap and its directory.
+        let gap = NodeRef::open(&right, right_id, self)?.free_gap();
+        mtr.note_zero_gap(right_id, gap);
         mtr.changed(right);
         Ok((separator, right_no))
     }

@@ -372,7 +372,8 @@ impl RedoSink {
         let invalid = |e: barracuda_redo::record::RecordError| BTreeError::Log(e.to_string());
         for page in mtr.pages {
             if page.created {
-                w.log_created_page(page.id, page.after).map_err(invalid)?;
+                w.log_created_page_known_zero(page.id, page.after, page.zero_gap.clone())
+                    .map_err(invalid)?;
             } else {
                 let start = w.len();
                 for change in page.described {
@@ -554,6 +555,7 @@ mod tests {
             before: None,
             after: &after,
             described: &[],
+            zero_gap: 0..0,
             described_from: None,
         }];
         sink.commit_mtr(&MtrSummary { pages: &pages }).unwrap()

@@ -378,6 +378,14 @@ impl<B: AsRef<[u8]>> IndexPage<B> {
         }
     }
 
+    /// The bytes between the heap and the slot directory (`heap_top..dir_start`): free, and
+    /// all zeros on a page built from zeros by inserts alone (nothing writes between the
+    /// heap's top and the directory), which a log may rely on to skip them. Not zero in
+    /// general: compaction and removals do not clear what they free.
+    pub fn free_gap(&self) -> std::ops::Range<usize> {
+        self.heap_top()..self.dir_start().max(self.heap_top())
+    }
+
     /// Contiguous free bytes between the heap and the slot directory.
     pub fn contiguous_free(&self) -> usize {
         self.dir_start().saturating_sub(self.heap_top())

@@ -686,3 +686,25 @@ proptest! {
         }
     }
 }
+
+/// `init_zeroed` on a zeroed buffer writes the same page as `init` over old bytes, and `init`
+/// refuses a buffer of the wrong size without touching it.
+#[test]
+fn init_zeroed_matches_init_over_any_old_bytes() {
+    for ps in [PageSize::K4, PageSize::K16, PageSize::K64] {
+        let mut rng = Rng(0x5EED ^ ps.bytes() as u64);
+        let garbage: Vec<u8> = (0..ps.bytes()).map(|_| rng.next() as u8).collect();
+        let over_garbage = IndexPage::init(garbage, ps, ID, 2, 99).expect("right size");
+        let zeroed = IndexPage::init_zeroed(vec![0u8; ps.bytes()], ps, ID, 2, 99).expect("size");
+        assert_eq!(over_garbage.into_inner(), zeroed.into_inner(), "{ps}");
+    }
+    let mut short = vec![7u8; 100];
+    assert!(matches!(
+        IndexPage::init(short.as_mut_slice(), PageSize::K4, ID, 0, 99),
+        Err(PageError::WrongSize { .. })
+    ));
+    assert!(
+        short.iter().all(|&b| b == 7),
+        "a refused init wrote to the buffer"
+    );
+}
