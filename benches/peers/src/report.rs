@@ -64,7 +64,8 @@ enum Bound {
     /// Barracuda's p99.9 latency at most this many µs.
     P999AtMostUs(f64),
     /// Barracuda's rate at least this many times its own rate in another phase (the peers'
-    /// own ratios are shown beside it).
+    /// own ratios are shown beside it; the other Barracuda configuration is judged on its own
+    /// line, not listed as a peer).
     ScalesAtLeast(Phase, f64),
 }
 
@@ -181,7 +182,7 @@ fn judge_one(
             };
             let peers: Vec<String> = medians
                 .keys()
-                .filter(|&&e| e != us)
+                .filter(|&&e| !matches!(e, EngineKind::Barracuda | EngineKind::Barracuda4k))
                 .filter_map(|&e| ratio_of(e).map(|(r, _, _)| format!("{} {r:.2}", e.name())))
                 .collect();
             let peers = if peers.is_empty() {
@@ -360,6 +361,13 @@ mod tests {
             BTreeMap::from([
                 (Phase::Commit1, rate(5000.0)),
                 (Phase::Commit16, rate(25_000.0)),
+            ]),
+        );
+        medians.insert(
+            EngineKind::Barracuda4k,
+            BTreeMap::from([
+                (Phase::Commit1, rate(4000.0)),
+                (Phase::Commit16, rate(8000.0)),
             ]),
         );
         medians.insert(
