@@ -41,6 +41,17 @@ pub(crate) struct PurgeCounters {
     pub(crate) rows_removed: AtomicU64,
     /// Logs committed by discarding them (`UndoSpace::commit_discarding`).
     pub(crate) discarded_at_commit: AtomicU64,
+    /// Logs purged without reading their records: this process committed them into the
+    /// history list knowing they held nothing for purge to do to rows.
+    pub(crate) purged_unread: AtomicU64,
+    /// The history logs (header page, transaction) this process committed with nothing for
+    /// purge to do to rows ([`UndoLog::needs_purge`] false: a transaction of inserts whose
+    /// log outgrew one page, or that committed while a view was open). Purge frees them
+    /// without reading them: for a load's 1000-row transactions, reading every insert record
+    /// to find none to act on was most of purge's work. In memory only — after a restart the
+    /// logs left in the history list are read as before — and keyed by the transaction as
+    /// well as the page, since a purged log's header page starts another log.
+    pub(crate) rows_untouched: parking_lot::Mutex<std::collections::HashSet<(PageNo, u64)>>,
     /// Transactions rolled back at open, and their row changes undone.
     pub(crate) recovered_rollbacks: AtomicU64,
     pub(crate) recovered_rows_undone: AtomicU64,
@@ -115,6 +126,7 @@ impl Mvcc {
             recovered_rows_undone: self.purge.recovered_rows_undone.load(Ordering::Relaxed),
             cached_undo_pages: u64::from(self.undo.cached_header_pages()),
             logs_discarded_at_commit: self.purge.discarded_at_commit.load(Ordering::Relaxed),
+            logs_purged_unread: self.purge.purged_unread.load(Ordering::Relaxed),
         }
     }
 
@@ -170,7 +182,21 @@ impl Mvcc {
         } else {
             log
         };
-        Ok((self.undo.commit(log, no).map_err(undo_err)?, true))
+        // Registered before `commit` links the log where purge can reach it, and taken back
+        // if that fails, so that no entry outlives its log.
+        let untouched = (!log.needs_purge()).then(|| (log.first_page(), trx_id));
+        if let Some(key) = untouched {
+            self.purge.rows_untouched.lock().insert(key);
+        }
+        match self.undo.commit(log, no) {
+            Ok(end) => Ok((end, true)),
+            Err(e) => {
+                if let Some(key) = untouched {
+                    self.purge.rows_untouched.lock().remove(&key);
+                }
+                Err(undo_err(e))
+            }
+        }
     }
 
     /// Whether transaction `me` (holding `locks`) may change the row of `key` in `space`,
@@ -437,7 +463,16 @@ impl Mvcc {
                 if entry.trx_no >= limit {
                     break;
                 }
-                self.purge_rows_of(&entry, tree_of)?;
+                let untouched = self
+                    .purge
+                    .rows_untouched
+                    .lock()
+                    .remove(&(entry.first_page, entry.trx_id));
+                if untouched {
+                    self.purge.purged_unread.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    self.purge_rows_of(&entry, tree_of)?;
+                }
                 purged.push(entry.first_page);
                 if total + purged.len() < max {
                     next = self.undo.history_after(&entry)?;

@@ -99,6 +99,9 @@ pub struct MvccStatus {
     /// ever read or purge them (no read view was open, no delete-mark, no replaced off-page
     /// value).
     pub logs_discarded_at_commit: u64,
+    /// Of `logs_purged`, those freed without reading their records: committed by this process
+    /// with nothing for purge to do to rows (inserts and inline updates only).
+    pub logs_purged_unread: u64,
 }
 
 /// The redo log's state. Later versions add fields.
@@ -238,14 +241,15 @@ PAGE COMPRESSION
         writeln!(
             f,
             "History list length {}; {} active transactions, {} read views; {} undo logs \
-             discarded at commit; purged {} undo logs and {} delete-marked rows ({} header \
-             pages cached for new logs); rolled back {} transactions ({} row changes) left \
+             discarded at commit; purged {} undo logs ({} without reading them) and {} \
+             delete-marked rows ({} header pages cached for new logs); rolled back {} transactions ({} row changes) left \
              open by a crash",
             m.history_list_length,
             m.active_transactions,
             m.read_views,
             m.logs_discarded_at_commit,
             m.logs_purged,
+            m.logs_purged_unread,
             m.rows_purged,
             m.cached_undo_pages,
             m.recovered_rollbacks,

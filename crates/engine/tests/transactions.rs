@@ -185,6 +185,45 @@ fn logs_no_view_can_need_are_discarded_at_commit_and_others_go_to_history() {
     assert!(report.is_clean(), "{report}");
 }
 
+/// Purge frees a history log that holds only inserts without reading its records (a
+/// 2,000-row transaction's log spans several undo pages, so it goes to the history list rather
+/// than being discarded at commit), and still reads a log with a delete, whose row must go.
+#[test]
+fn insert_only_history_logs_are_purged_unread_and_others_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = EngineOptions::default()
+        .page_size(PageSize::K4)
+        .buffer_pool_bytes(8 << 20);
+    let db = Engine::open(dir.path(), options).unwrap();
+    let t = db.create_table("t", TableOptions::default()).unwrap();
+    let mut tx = db.begin();
+    for k in 0..2000 {
+        tx.put(&t, &key(k), &value(1, 20)).unwrap();
+    }
+    tx.commit().unwrap();
+    db.delete(&t, &key(5)).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    // `logs_purged` counts a batch once its logs have left the history list.
+    while db.status().mvcc.logs_purged < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "purge never took both logs: {:?}",
+            db.status().mvcc
+        );
+        thread::yield_now();
+    }
+    let m = db.status().mvcc;
+    assert_eq!(m.history_list_length, 0, "{m:?}");
+    assert_eq!(m.logs_purged_unread, 1, "the insert-only log: {m:?}");
+    assert_eq!(m.rows_purged, 1, "the deleted row: {m:?}");
+    assert_eq!(db.check_table(&t).unwrap().delete_marked, 0);
+    assert_eq!(db.get(&t, &key(5)).unwrap(), None);
+    assert_eq!(db.get(&t, &key(6)).unwrap(), Some(value(1, 20)));
+    db.close().unwrap();
+    let report = barracuda::inspect::check_database(dir.path()).unwrap();
+    assert!(report.is_clean(), "{report}");
+}
+
 #[test]
 fn a_dropped_transaction_is_rolled_back() {
     let dir = tempfile::tempdir().unwrap();

@@ -126,6 +126,13 @@ impl UndoLog {
         self.first_page
     }
 
+    /// Whether purge has work in this log: a delete-mark (the row goes) or a replaced version
+    /// whose value is off-page (its chain is freed). A log without either (inserts, updates
+    /// of inline values) leaves purge nothing to do to rows.
+    pub fn needs_purge(&self) -> bool {
+        self.needs_purge
+    }
+
     /// The rollback segment whose slot names the log (and whose history list takes it at
     /// commit).
     pub fn rseg(&self) -> usize {
