@@ -45,9 +45,9 @@ pub struct PageChange<'a> {
     /// is `described` replayed from the page as the mtr found it, then the difference from
     /// `before` to `after`.
     pub described: &'a [DescribedChange<'a>],
-    /// Bytes of a created page its builder knows to be zeros (the free gap of an index page
-    /// built from zeros by inserts: [`Mtr::note_zero_gap`]); empty when nothing is known. A
-    /// log may write the page's image without them, and without reading them.
+    /// Bytes of a created page its builder knows to be zeros (the free gap of a split's new
+    /// index page, built from zeros by inserts alone); empty when nothing is known. A log may
+    /// write the page's image without them, and without reading them.
     pub zero_gap: Range<usize>,
     /// The page before the first described change, when the pool keeps it
     /// ([`PoolConfig::keep_described_from`](barracuda_buffer_pool::PoolConfig::keep_described_from)):
