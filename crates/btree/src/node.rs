@@ -286,11 +286,11 @@ impl<'a> Node<&'a mut [u8]> {
         next: Option<PageNo>,
         page_size: PageSize,
     ) -> Result<Self> {
-        let mut page =
-            IndexPage::init(buf, page_size, id, level, index_id).map_err(page_err(id))?;
-        page.set_prev(prev.unwrap_or(FIL_NULL));
-        page.set_next(next.unwrap_or(FIL_NULL));
-        Ok(Self { page, id })
+        // A buffer of the wrong size is refused by `init_created`, untouched.
+        if buf.len() == page_size.bytes() {
+            buf.fill(0);
+        }
+        Self::init_created(buf, id, level, index_id, prev, next, page_size)
     }
 
     /// [`init`](Self::init) for a page the pool has just created, whose frame holds only

@@ -93,6 +93,22 @@ fn round_trip_at(
     (status, allocated)
 }
 
+/// The INNODB_CMP row of `block`-byte blocks in `status`, checked to show reads from blocks
+/// (the reopened table's pages came back through decompression).
+fn read_from_blocks(status: &barracuda::EngineStatus, block: usize) -> &barracuda::CmpRow {
+    let row = status
+        .row_compression
+        .cmp
+        .iter()
+        .find(|r| r.block_size == block)
+        .unwrap();
+    assert!(
+        row.uncompress_ops > 0,
+        "{block}-byte blocks: the reopened table was read from blocks: {row:?}"
+    );
+    row
+}
+
 #[test]
 fn text_rows_round_trip_through_every_key_block_size_and_codec() {
     let (_, plain) = round_trip(TableOptions::default(), 1500);
@@ -100,16 +116,7 @@ fn text_rows_round_trip_through_every_key_block_size_and_codec() {
         for codec in [Codec::Zlib { level: 6 }, Codec::Lz4] {
             let (status, allocated) = round_trip(compressed(kbs, codec), 1500);
             let block = usize::from(kbs) << 10;
-            let row = status
-                .row_compression
-                .cmp
-                .iter()
-                .find(|r| r.block_size == block)
-                .unwrap();
-            assert!(
-                row.uncompress_ops > 0,
-                "KEY_BLOCK_SIZE={kbs} {codec:?}: the reopened table was read from blocks: {row:?}"
-            );
+            let row = read_from_blocks(&status, block);
             assert!(
                 status.row_compression.unzip_lru_len > 0,
                 "pages with blocks in the pool"
@@ -154,16 +161,7 @@ fn large_pages_round_trip_through_key_block_sizes_up_to_a_quarter_of_the_page() 
             let options = compressed(kbs, Codec::Zlib { level: 6 });
             let (status, allocated) = round_trip_at(page_size, options, 3000);
             let block = usize::from(kbs) << 10;
-            let row = status
-                .row_compression
-                .cmp
-                .iter()
-                .find(|r| r.block_size == block)
-                .unwrap();
-            assert!(
-                row.uncompress_ops > 0,
-                "{page_size} KEY_BLOCK_SIZE={kbs}: the reopened table was read from blocks: {row:?}"
-            );
+            read_from_blocks(&status, block);
             if block * 4 == page_size.bytes() {
                 assert!(
                     allocated * 2 < plain,
