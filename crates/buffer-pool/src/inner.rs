@@ -118,6 +118,9 @@ pub(crate) struct Inner {
     pub(crate) frames_taken: AtomicU64,
     /// Eager: wake the manager when the free list is shorter than this.
     pub(crate) eager_low_watermark: AtomicUsize,
+    /// Eager: a thread that takes a frame frees one clean page itself while the free list is
+    /// shorter than this (`policy/eager.rs`).
+    pub(crate) eager_high_watermark: AtomicUsize,
     pub(crate) read_ahead: ReadAheadQueue,
     /// The frame prefaulter's state (`prefault.rs`).
     pub(crate) prefault: crate::prefault::Prefault,
@@ -197,6 +200,7 @@ impl Inner {
             manager_running: AtomicBool::new(false),
             frames_taken: AtomicU64::new(0),
             eager_low_watermark: AtomicUsize::new((depth / 16).max(1)),
+            eager_high_watermark: AtomicUsize::new((depth / 8).max(2)),
             read_ahead: ReadAheadQueue::new(),
             prefault: crate::prefault::Prefault::new(),
             write_stop: crate::poison::WriteStop::default(),

@@ -14,7 +14,10 @@
 //!   free list up to `2 × rate × 10 ms` frames (clamped to `[depth/8, depth]`, `depth` =
 //!   `lru_scan_depth`); the low watermark is half of that. It runs batch after batch without
 //!   sleeping only while the free list is below the low watermark and the last batch made
-//!   progress (freed frames or wrote pages).
+//!   progress (freed frames or wrote pages). While the threads taking frames keep the list above
+//!   the low watermark themselves (they free a clean page per frame taken below the high one,
+//!   `policy/eager.rs`), its period doubles up to 160 ms, and falls back to 10 ms at the first
+//!   round that finds the list below the low watermark.
 
 use std::sync::atomic::{
     AtomicBool,
@@ -35,6 +38,10 @@ const MAX_LRU_SLEEP_MS: u64 = 1000;
 const LEGACY_PERIOD: Duration = Duration::from_secs(1);
 /// Eager manager period.
 const EAGER_PERIOD_MS: f64 = 10.0;
+/// Eager's longest sleep: the period doubles, up to this, while the threads taking frames keep
+/// the free list above the low watermark themselves (`policy/eager.rs`), so that a manager with
+/// nothing to do does not take a busy core from them a hundred times a second.
+const EAGER_IDLE_PERIOD_MS: f64 = 160.0;
 /// Weight of a new sample in the consumption-rate EWMA.
 const EWMA_WEIGHT: f64 = 0.3;
 
@@ -193,6 +200,7 @@ pub(crate) fn run(inner: &Arc<Inner>) {
     let mut rate = 0.0f64;
     let mut last_taken = inner.frames_taken.load(Relaxed);
     let mut last_at = Instant::now();
+    let mut eager_period_ms = EAGER_PERIOD_MS;
     while !inner.shutdown.load(SeqCst) {
         let policy = inner.policy();
         match policy {
@@ -201,7 +209,7 @@ pub(crate) fn run(inner: &Arc<Inner>) {
                 if inner.free_len.load(Relaxed) >= low || last_progress == 0 {
                     inner.manager.sleep(
                         inner,
-                        Duration::from_secs_f64(EAGER_PERIOD_MS / 1000.0),
+                        Duration::from_secs_f64(eager_period_ms / 1000.0),
                         true,
                     );
                 }
@@ -234,8 +242,16 @@ pub(crate) fn run(inner: &Arc<Inner>) {
                 last_taken = taken;
                 last_at = now;
                 let high = eager_high_watermark(rate, depth);
-                inner.eager_low_watermark.store((high / 2).max(1), Relaxed);
-                if inner.free_len.load(Relaxed) < high {
+                let low = (high / 2).max(1);
+                inner.eager_low_watermark.store(low, Relaxed);
+                inner.eager_high_watermark.store(high, Relaxed);
+                let free = inner.free_len.load(Relaxed);
+                eager_period_ms = if free < low {
+                    EAGER_PERIOD_MS
+                } else {
+                    (eager_period_ms * 2.0).min(EAGER_IDLE_PERIOD_MS)
+                };
+                if free < high {
                     inner.lru_batch(depth.max(high), high)
                 } else {
                     Ok(0)

@@ -81,3 +81,26 @@ fn eager_evicts_at_once_in_the_user_thread() {
         "eager never sleeps when a victim exists: {stats}"
     );
 }
+
+#[test]
+fn eager_threads_that_take_frames_keep_the_free_list_stocked_themselves() {
+    let (_store, pool) = setup(small_config(256).policy(FreePagePolicy::Eager), 4000);
+    // Read faster than any manager period: every frame taken below the high watermark is
+    // replaced by a clean page the reading thread frees itself, so the list never runs dry and
+    // no request takes the slow path.
+    for p in 0..4000 {
+        drop(pool.get_shared(pid(p)).unwrap());
+    }
+    let stats = pool.stats();
+    assert_eq!(
+        stats.free_list_empty, 0,
+        "no request found the free list empty: {stats}"
+    );
+    assert_eq!(stats.wait_free, 0, "{stats}");
+    let evicted = stats.evictions();
+    assert!(evicted >= 4000 - 256, "{stats}");
+    assert!(
+        stats.evicted_by_user >= evicted - 256,
+        "the readers freed the frames, not the manager: {stats}"
+    );
+}

@@ -156,13 +156,11 @@ impl Inner {
         })
     }
 
-    /// Bookkeeping after a frame was taken: the consumption rate, and Eager's low watermark.
+    /// Bookkeeping after a frame was taken: the consumption rate, and Eager's watermarks.
     pub(crate) fn note_frame_taken(&self) {
         self.frames_taken.fetch_add(1, Relaxed);
-        if self.policy() == FreePagePolicy::Eager
-            && self.free_len.load(Relaxed) < self.eager_low_watermark.load(Relaxed)
-        {
-            self.manager.wake();
+        if self.policy() == FreePagePolicy::Eager {
+            self.eager_after_take();
         }
     }
 }
