@@ -265,7 +265,11 @@ impl BTree {
             // they are and only gains its link — on a compressed tree through its block's
             // log, so the page is not recompressed.
             let moves_nothing = split.at == n_before && !split.insert_left;
-            if !moves_nothing {
+            if moves_nothing {
+                // Appends go on in the new page: this one is done with, and where writing it
+                // costs CPU (a page-compressed table) it can be written while the load goes on.
+                guard.hint_write_behind();
+            } else {
                 NodeMut::open(guard.described_change_mut(), id, self)?
                     .move_tail_to(split.at, &mut right_node)?;
                 mtr.describe(guard, IndexChange::Truncate { at: split.at })?;

@@ -118,6 +118,7 @@ pub struct PoolConfig {
     pub(crate) all_pinned_timeout: Duration,
     pub(crate) capture_before_images: bool,
     pub(crate) keep_described_from: bool,
+    pub(crate) flush_all_writers: usize,
 }
 
 /// Smallest pool accepted, in pages.
@@ -144,7 +145,19 @@ impl PoolConfig {
             all_pinned_timeout: Duration::from_secs(2),
             capture_before_images: false,
             keep_described_from: false,
+            flush_all_writers: 2,
         }
+    }
+
+    /// Threads that write the batches of [`BufferPool::flush_all`](crate::BufferPool::flush_all)
+    /// (a sharp checkpoint) at once: the calling thread and `writers - 1` helpers, so that one
+    /// prepares a batch (copies, checksums, compression) while another waits for its I/O.
+    /// Default = 2; at least 1 (clamped). With 1, the batches are written one after the other in
+    /// flush-list order, which makes the file operations of a checkpoint repeatable (fault
+    /// injection counting them).
+    pub fn flush_all_writers(mut self, writers: usize) -> Self {
+        self.flush_all_writers = writers.max(1);
+        self
     }
 
     /// Whether an [`ExclusiveGuard`](crate::ExclusiveGuard) keeps a copy of its page as it was

@@ -9,7 +9,7 @@
 //! meanwhile. Unlike InnoDB, whose page stays latched (io-fixed) until its write completes, a
 //! writer of the page waits for a copy, not for a doublewrite sync and the write in place.
 
-use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::time::Duration;
 
 use barracuda_page::{Lsn, PageId};
@@ -32,6 +32,8 @@ pub(crate) enum FlushKind {
     FlushList,
     /// Single-page flush in a user thread (InnoDB `BUF_FLUSH_SINGLE_PAGE`).
     SinglePage,
+    /// Write-behind batch of pages their writers finished with (`write_behind.rs`).
+    WriteBehind,
 }
 
 /// Frames claimed for writing; dropping it unpins them and clears their `flushing` flag.
@@ -234,6 +236,7 @@ impl Inner {
             FlushKind::Lru => &self.counters.pages_written_lru,
             FlushKind::FlushList => &self.counters.pages_written_flush_list,
             FlushKind::SinglePage => &self.counters.pages_written_single_page,
+            FlushKind::WriteBehind => &self.counters.pages_written_write_behind,
         };
         add(counter, n as u64);
         drop(latched);
@@ -269,6 +272,13 @@ impl Inner {
     /// Writes every page that is dirty when the call starts (pages dirtied later may stay
     /// dirty), except pages behind the store's write barrier. InnoDB:
     /// `buf_flush_sync_all_buf_pools`.
+    ///
+    /// [`PoolConfig::flush_all_writers`](crate::PoolConfig::flush_all_writers) writers (the
+    /// calling thread and helpers, two by default) take the batches in turn, so that one
+    /// prepares its batch — copies, checksums, and where pages are compressed, the compression,
+    /// which is most of a checkpoint's time then — while another waits for its log sync,
+    /// doublewrite copy and writes in place. One writer left the compression threads idle for
+    /// every batch's I/O.
     pub(crate) fn flush_all(&self) -> Result<(), PoolError> {
         let snapshot: Vec<(u32, u64)> = {
             let fl = self.flush_list.lock();
@@ -276,31 +286,80 @@ impl Inner {
                 .map(|(_, f)| (f, self.frames.frame(f).desc.dirty_epoch.load(SeqCst)))
                 .collect()
         };
-        for chunk in snapshot.chunks(FLUSH_ALL_CHUNK) {
-            let mut todo: Vec<(u32, u64)> = chunk.to_vec();
-            while !todo.is_empty() {
-                let mut claimed = Claimed::new(self);
-                let mut busy = Vec::new();
-                {
-                    let _fl = self.flush_list.lock();
-                    for &(f, epoch) in &todo {
-                        let d = &self.frames.frame(f).desc;
-                        if !d.is_dirty() || d.dirty_epoch.load(SeqCst) != epoch {
-                            continue; // written (and maybe re-dirtied) since the snapshot
-                        }
-                        if !self.claim_for_flush(&mut claimed, f)
-                            && d.state() == State::Valid
-                            && !self.behind_write_barrier(f)
-                        {
-                            busy.push((f, epoch)); // another thread is writing it
-                        }
+        let chunks: Vec<&[(u32, u64)]> = snapshot.chunks(FLUSH_ALL_CHUNK).collect();
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let helpers = self.flush_all_writers.min(chunks.len()).saturating_sub(1);
+        if helpers == 0 {
+            return self.flush_chunks(&chunks, &next, &failed);
+        }
+        std::thread::scope(|scope| {
+            // A helper that could not be started leaves its share to the others.
+            let started: Vec<_> = (0..helpers)
+                .filter_map(|_| {
+                    std::thread::Builder::new()
+                        .name("bp-flush-all".into())
+                        .spawn_scoped(scope, || self.flush_chunks(&chunks, &next, &failed))
+                        .ok()
+                })
+                .collect();
+            let mut result = self.flush_chunks(&chunks, &next, &failed);
+            for handle in started {
+                let theirs = handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                result = result.and(theirs);
+            }
+            result
+        })
+    }
+
+    /// One `flush_all` writer: takes the next batch of `chunks` until none is left or a writer
+    /// failed, and writes it.
+    fn flush_chunks(
+        &self,
+        chunks: &[&[(u32, u64)]],
+        next: &AtomicUsize,
+        failed: &AtomicBool,
+    ) -> Result<(), PoolError> {
+        while !failed.load(SeqCst) {
+            let Some(chunk) = chunks.get(next.fetch_add(1, SeqCst)) else {
+                return Ok(());
+            };
+            if let Err(err) = self.flush_chunk(chunk) {
+                failed.store(true, SeqCst);
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the pages of one `flush_all` batch that are still dirty since the snapshot,
+    /// waiting for those another thread is writing.
+    fn flush_chunk(&self, chunk: &[(u32, u64)]) -> Result<(), PoolError> {
+        let mut todo: Vec<(u32, u64)> = chunk.to_vec();
+        while !todo.is_empty() {
+            let mut claimed = Claimed::new(self);
+            let mut busy = Vec::new();
+            {
+                let _fl = self.flush_list.lock();
+                for &(f, epoch) in &todo {
+                    let d = &self.frames.frame(f).desc;
+                    if !d.is_dirty() || d.dirty_epoch.load(SeqCst) != epoch {
+                        continue; // written (and maybe re-dirtied) since the snapshot
+                    }
+                    if !self.claim_for_flush(&mut claimed, f)
+                        && d.state() == State::Valid
+                        && !self.behind_write_barrier(f)
+                    {
+                        busy.push((f, epoch)); // another thread is writing it
                     }
                 }
-                self.write_claimed(claimed, FlushKind::FlushList, true)?;
-                todo = busy;
-                if !todo.is_empty() {
-                    std::thread::sleep(Duration::from_micros(50));
-                }
+            }
+            self.write_claimed(claimed, FlushKind::FlushList, true)?;
+            todo = busy;
+            if !todo.is_empty() {
+                std::thread::sleep(Duration::from_micros(50));
             }
         }
         Ok(())

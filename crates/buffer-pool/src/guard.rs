@@ -310,6 +310,18 @@ impl<'a> ExclusiveGuard<'a> {
         crate::FrameNo::from_raw(self.tracker.frame)
     }
 
+    /// Says that the holder has finished with the page for a while (the left page of a split
+    /// that appended): if its tablespace asks for write-behind
+    /// ([`PageStore::write_behind`](crate::PageStore::write_behind)), it is queued for the
+    /// next [`BufferPool::write_behind`](crate::BufferPool::write_behind) batch, which writes it
+    /// once this guard and the commit unit that changed it are done with it. A hint only: the
+    /// page stays in the pool, and changing it again is allowed.
+    pub fn hint_write_behind(&self) {
+        self.tracker
+            .inner
+            .hint_write_behind(self.tracker.frame, self.tracker.id);
+    }
+
     /// Attaches `value` to the frame (as [`SharedGuard::attach`]) after this guard's changes:
     /// `value` must be derived from the bytes as they will be when the latch is released, so
     /// call it after the last change made through this guard. The frame's version moved at

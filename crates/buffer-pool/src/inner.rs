@@ -124,6 +124,10 @@ pub(crate) struct Inner {
     pub(crate) read_ahead: ReadAheadQueue,
     /// The frame prefaulter's state (`prefault.rs`).
     pub(crate) prefault: crate::prefault::Prefault,
+    /// [`PoolConfig::flush_all_writers`].
+    pub(crate) flush_all_writers: usize,
+    /// Pages queued for write-behind (`write_behind.rs`).
+    pub(crate) write_behind: crate::write_behind::WriteBehind,
     /// Set when a half-done change is in memory: no page is written any more (`poison.rs`).
     pub(crate) write_stop: crate::poison::WriteStop,
     /// The allocator of compressed pages' blocks (`zip.rs`).
@@ -203,6 +207,8 @@ impl Inner {
             eager_high_watermark: AtomicUsize::new((depth / 8).max(2)),
             read_ahead: ReadAheadQueue::new(),
             prefault: crate::prefault::Prefault::new(),
+            write_behind: crate::write_behind::WriteBehind::new(),
+            flush_all_writers: config.flush_all_writers,
             write_stop: crate::poison::WriteStop::default(),
             zip: crate::zip::new_allocator(config.page_size),
             zip_whole_frames: AtomicUsize::new(0),

@@ -58,6 +58,7 @@ mod reservation;
 mod stats;
 mod store;
 pub mod testing;
+mod write_behind;
 mod zip;
 mod zip_only;
 
@@ -69,3 +70,4 @@ pub use pool::BufferPool;
 pub use reservation::FrameReservation;
 pub use stats::{PoolStats, WaitSummary};
 pub use store::{ImageList, PageImages, PageStore};
+pub use write_behind::{WriteBehindWaker, WRITE_BEHIND_BATCH};

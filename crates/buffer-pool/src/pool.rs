@@ -244,6 +244,26 @@ impl BufferPool {
         self.inner.flush_list_batch(max_pages, Lsn::MAX)
     }
 
+    /// Writes up to `max_pages` of the pages queued by
+    /// [`ExclusiveGuard::hint_write_behind`] that can be written now; pages still X-latched or
+    /// changed by an open commit unit stay queued. Returns how many were written.
+    pub fn write_behind(&self, max_pages: usize) -> Result<usize, PoolError> {
+        self.inner.write_behind_batch(max_pages)
+    }
+
+    /// Forgets the pages queued for write-behind (whoever would write them is not going to);
+    /// they stay dirty, for the checkpoints and the flushing controller like any other page.
+    pub fn discard_write_behind(&self) {
+        self.inner.write_behind.discard();
+    }
+
+    /// Sets the function called (from the hinting thread, which it must not block) each time
+    /// another [`WRITE_BEHIND_BATCH`](crate::WRITE_BEHIND_BATCH) pages are queued for
+    /// write-behind; `None` removes it.
+    pub fn set_write_behind_waker(&self, waker: Option<crate::WriteBehindWaker>) {
+        self.inner.write_behind.set_waker(waker);
+    }
+
     /// [`flush_list_batch`](Self::flush_list_batch) of the pages whose oldest modification is
     /// below `lsn_limit` only (a flush up to an LSN target). InnoDB: `buf_flush_lists(n, lsn)`.
     pub fn flush_list_batch_below(
@@ -329,6 +349,7 @@ impl BufferPool {
         stats.policy = inner.policy();
         stats.pending_read_ahead = inner.read_ahead.pending.load(Relaxed);
         stats.frames_prefaulted = inner.prefault.frames_populated.load(Relaxed);
+        stats.write_behind_queued = inner.write_behind.queued() as u64;
         stats.lru_scan_depth = inner.scan_depth();
         // The ratio is pct × 1024 / 100 rounded down, so rounding up gives the percent back.
         stats.old_blocks_pct = (inner.old_ratio.load(Relaxed) * 100).div_ceil(1024);

@@ -10,9 +10,14 @@
 //! as a write fault would without changing a byte, so running it beside frames already in use
 //! is harmless, and it can run on another core.
 //!
-//! How far ahead: as far as the pool has used so far (at least [`MIN_LEAD`], at most
+//! How far ahead: a quarter of what the pool has used so far (at least [`MIN_LEAD`], at most
 //! [`MAX_LEAD`]) past the first frame never handed out, so a pool that uses a few frames costs
 //! at most [`MIN_LEAD`] more memory, and one filling quickly gets a lead that grows with it.
+//! Populating costs a core about a second per GB here (the host backs the memory as it is
+//! touched), and what is populated past the last frame a load uses is that much CPU spent for
+//! nothing while the load's other threads (compression, the log) need the core: with the
+//! lead as large as what was used, up to 64 MiB, the thread took most of a core during a 0.1-s
+//! load of a page-compressed table (sched_switch trace), and sequential loads were no faster.
 //! Never-used frames are handed out in ascending order (`free_list.rs`), so the range ahead of
 //! the frontier is exactly the next frames to be used. Where the kernel refuses the advice (an
 //! older kernel) the thread stops, and frames are backed on first touch as before.
@@ -29,7 +34,7 @@ use crate::inner::Inner;
 /// The smallest lead, bytes: one transparent huge page, and a little more.
 const MIN_LEAD: usize = 4 << 20;
 /// The largest lead, bytes.
-const MAX_LEAD: usize = 64 << 20;
+const MAX_LEAD: usize = 16 << 20;
 /// Bytes populated per call: one huge page, so the thread notices shutdown and a moved frontier
 /// between calls.
 const STEP: usize = 2 << 20;
@@ -138,7 +143,7 @@ fn target(frontier: usize, page: usize, capacity: usize) -> usize {
         return 0;
     }
     let used = frontier.saturating_mul(page);
-    let lead = used.clamp(MIN_LEAD, MAX_LEAD);
+    let lead = (used / 4).clamp(MIN_LEAD, MAX_LEAD);
     frontier.saturating_add(lead / page).min(capacity)
 }
 
@@ -154,7 +159,8 @@ mod tests {
         assert_eq!(target(0, page, 1 << 20), 0);
         assert_eq!(target(1, page, 1 << 20), 1 + min);
         assert_eq!(target(10, page, 1 << 20), 10 + min);
-        assert_eq!(target(1000, page, 1 << 20), 2000);
+        assert_eq!(target(1000, page, 1 << 20), 1000 + min);
+        assert_eq!(target(4000, page, 1 << 20), 5000);
         assert_eq!(target(100_000, page, 1 << 20), 100_000 + max);
         assert_eq!(target(100_000, page, 100_500), 100_500);
     }

@@ -19,6 +19,9 @@ pub(crate) struct Counters {
     pub(crate) pages_written_lru: AtomicU64,
     pub(crate) pages_written_flush_list: AtomicU64,
     pub(crate) pages_written_single_page: AtomicU64,
+    pub(crate) pages_written_write_behind: AtomicU64,
+    pub(crate) write_behind_hints: AtomicU64,
+    pub(crate) write_behind_dropped: AtomicU64,
     pub(crate) single_page_flush_failures: AtomicU64,
     pub(crate) wait_free: AtomicU64,
     pub(crate) free_list_empty: AtomicU64,
@@ -151,6 +154,14 @@ pub struct PoolStats {
     /// Pages written by single-page flushes in user threads (InnoDB:
     /// `buffer_LRU_single_flush_num_scan` family / `Innodb_buffer_pool_pages_flushed` share).
     pub pages_written_single_page: u64,
+    /// Pages written by write-behind batches ([`BufferPool::write_behind`](crate::BufferPool::write_behind)).
+    pub pages_written_write_behind: u64,
+    /// Pages queued for write-behind by their writers' hints.
+    pub write_behind_hints: u64,
+    /// Hints dropped because the write-behind queue was full (those pages wait for a checkpoint).
+    pub write_behind_dropped: u64,
+    /// Pages in the write-behind queue now.
+    pub write_behind_queued: u64,
     /// Single-page flush attempts that found nothing to flush (InnoDB:
     /// `buffer_LRU_single_flush_failure_count`).
     pub single_page_flush_failures: u64,
@@ -213,7 +224,10 @@ pub struct PoolStats {
 impl PoolStats {
     /// Total pages written, by every path (InnoDB: `Innodb_buffer_pool_pages_flushed`).
     pub fn pages_written(&self) -> u64 {
-        self.pages_written_lru + self.pages_written_flush_list + self.pages_written_single_page
+        self.pages_written_lru
+            + self.pages_written_flush_list
+            + self.pages_written_single_page
+            + self.pages_written_write_behind
     }
 
     /// Total evictions.
@@ -250,6 +264,10 @@ impl PoolStats {
             pages_written_lru: get(&c.pages_written_lru),
             pages_written_flush_list: get(&c.pages_written_flush_list),
             pages_written_single_page: get(&c.pages_written_single_page),
+            pages_written_write_behind: get(&c.pages_written_write_behind),
+            write_behind_hints: get(&c.write_behind_hints),
+            write_behind_dropped: get(&c.write_behind_dropped),
+            write_behind_queued: 0,
             single_page_flush_failures: get(&c.single_page_flush_failures),
             wait_free: get(&c.wait_free),
             free_list_empty: get(&c.free_list_empty),
@@ -297,8 +315,16 @@ impl fmt::Display for PoolStats {
         writeln!(f, "Pending reads      {}", self.pending_read_ahead)?;
         writeln!(
             f,
-            "Pages written: LRU {}, flush list {}, single page {}",
-            self.pages_written_lru, self.pages_written_flush_list, self.pages_written_single_page
+            "Pages written: LRU {}, flush list {}, single page {}, write-behind {}",
+            self.pages_written_lru,
+            self.pages_written_flush_list,
+            self.pages_written_single_page,
+            self.pages_written_write_behind
+        )?;
+        writeln!(
+            f,
+            "Write-behind: hints {}, dropped {}, queued {}",
+            self.write_behind_hints, self.write_behind_dropped, self.write_behind_queued
         )?;
         writeln!(
             f,

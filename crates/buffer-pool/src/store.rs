@@ -85,6 +85,15 @@ pub trait PageStore: Send + Sync + 'static {
         false
     }
 
+    /// Whether pages of `space` that their writer has finished with
+    /// ([`ExclusiveGuard::hint_write_behind`](crate::ExclusiveGuard::hint_write_behind)) should
+    /// be queued for [`BufferPool::write_behind`](crate::BufferPool::write_behind) rather than
+    /// left to the checkpoint: where writing costs CPU the pages can be written beside the
+    /// thread that fills them. Default: no.
+    fn write_behind(&self, _space: SpaceId) -> bool {
+        false
+    }
+
     /// Number of pages allocated in `space` (read-ahead never reads past it). `None` = unknown space.
     fn space_size_pages(&self, space: SpaceId) -> Option<u32>;
 

@@ -79,6 +79,10 @@ pub struct MemStore {
     zip_spaces: Mutex<HashMap<SpaceId, usize>>,
     /// The last block written per page (a page written whole since has none).
     blocks: Mutex<HashMap<PageId, Box<[u8]>>>,
+    /// Spaces whose finished pages are queued for write-behind.
+    write_behind_spaces: Mutex<HashSet<SpaceId>>,
+    /// [`PageStore::write_barrier`]: `Lsn::MAX` (none) unless a test sets one.
+    write_barrier: AtomicU64,
 }
 
 /// A page written before the log was durable up to its LSN (see [`MemStore`]).
@@ -129,7 +133,25 @@ impl MemStore {
             wal_violations: Mutex::new(Vec::new()),
             zip_spaces: Mutex::new(HashMap::new()),
             blocks: Mutex::new(HashMap::new()),
+            write_behind_spaces: Mutex::new(HashSet::new()),
+            write_barrier: AtomicU64::new(Lsn::MAX),
         }
+    }
+
+    /// Makes [`PageStore::write_behind`] answer `on` for `space` (default: off).
+    pub fn set_write_behind(&self, space: SpaceId, on: bool) {
+        let mut spaces = self.write_behind_spaces.lock();
+        if on {
+            spaces.insert(space);
+        } else {
+            spaces.remove(&space);
+        }
+    }
+
+    /// Sets [`PageStore::write_barrier`]: pages changed at or above `lsn` may not be written
+    /// (`Lsn::MAX`: no barrier, the default).
+    pub fn set_write_barrier(&self, lsn: Lsn) {
+        self.write_barrier.store(lsn, SeqCst);
     }
 
     /// Creates `space` with `pages` pages kept as blocks of `block_bytes` (see the type's
@@ -309,6 +331,14 @@ impl PageStore for MemStore {
 
     fn space_size_pages(&self, space: SpaceId) -> Option<u32> {
         self.spaces.lock().get(&space).copied()
+    }
+
+    fn write_behind(&self, space: SpaceId) -> bool {
+        self.write_behind_spaces.lock().contains(&space)
+    }
+
+    fn write_barrier(&self) -> Lsn {
+        self.write_barrier.load(SeqCst)
     }
 
     fn zip_block_bytes(&self, space: SpaceId) -> Option<usize> {

@@ -87,24 +87,33 @@ fn flush_list_is_ordered_by_oldest_modification() {
 
 #[test]
 fn flush_all_leaves_no_dirty_pages() {
-    let (store, pool) = setup(small_config(64), 100);
-    for p in 0..50 {
-        let mut g = pool.get_exclusive(pid(p)).unwrap();
-        g[300] = 0xaa;
-        commit_change(&mut g, u64::from(p) + 1);
+    // 50 pages: one batch, written by the calling thread; 700: six batches, taken in turn by
+    // the calling thread and its helper.
+    for (frames, pages) in [(64, 50), (1024, 700)] {
+        let (store, pool) = setup(small_config(frames), 1000);
+        for p in 0..pages {
+            let mut g = pool.get_exclusive(pid(p)).unwrap();
+            g[300] = 0xaa;
+            commit_change(&mut g, u64::from(p) + 1);
+        }
+        assert_eq!(pool.stats().dirty_pages, pages as usize);
+        pool.flush_all().unwrap();
+        let stats = pool.stats();
+        assert_eq!(stats.dirty_pages, 0);
+        assert_eq!(pool.oldest_modification(), None);
+        assert_eq!(stats.pages_written_flush_list, u64::from(pages));
+        assert_eq!(
+            store.pages_written(),
+            u64::from(pages),
+            "each page written once"
+        );
+        for p in 0..pages {
+            let img = store.page(pid(p)).unwrap();
+            assert_eq!(img[300], 0xaa);
+            assert_eq!(page_lsn(&img), Some(u64::from(p) + 1));
+        }
+        assert_wal_rule_kept(&store);
     }
-    assert_eq!(pool.stats().dirty_pages, 50);
-    pool.flush_all().unwrap();
-    let stats = pool.stats();
-    assert_eq!(stats.dirty_pages, 0);
-    assert_eq!(pool.oldest_modification(), None);
-    assert_eq!(stats.pages_written_flush_list, 50);
-    for p in 0..50 {
-        let img = store.page(pid(p)).unwrap();
-        assert_eq!(img[300], 0xaa);
-        assert_eq!(page_lsn(&img), Some(u64::from(p) + 1));
-    }
-    assert_wal_rule_kept(&store);
 }
 
 #[test]

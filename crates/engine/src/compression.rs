@@ -134,6 +134,10 @@ pub(crate) struct PageEncoder {
     /// one was zeroed (or faulted in) by the allocator for every batch the page cleaner wrote
     /// — a third of its time during a load, on a machine whose other core is the loader's.
     spare: Mutex<Vec<AlignedBuf>>,
+    /// Held by a thread compressing a batch itself (no workers): batches written at once (a
+    /// checkpoint's two writers, the page cleaner beside an LRU batch) compress one after the
+    /// other, so that one flush thread means one core compressing.
+    compressing_alone: Mutex<()>,
 }
 
 /// Spare batch buffers kept at most (the page cleaner's, a user thread's single-page
@@ -166,6 +170,7 @@ impl PageEncoder {
             page_size,
             threads: threads.max(1),
             pool_slot: Mutex::new(None),
+            compressing_alone: Mutex::new(()),
             started: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
@@ -265,19 +270,21 @@ impl PageEncoder {
         } else {
             None
         };
-        match workers {
-            Some(workers) => workers.install(|| {
+        if let Some(workers) = workers {
+            workers.install(|| {
                 bytes
                     .par_chunks_exact_mut(page_bytes)
                     .zip(pages.par_iter())
                     .zip(lens.par_iter_mut())
                     .for_each(encode_one);
-            }),
-            None => bytes
+            });
+        } else {
+            let _alone = compresses.then(|| self.compressing_alone.lock());
+            bytes
                 .chunks_exact_mut(page_bytes)
                 .zip(pages.iter())
                 .zip(lens.iter_mut())
-                .for_each(encode_one),
+                .for_each(encode_one);
         }
         EncodedBatch {
             ids: pages.iter().map(|(id, _)| *id).collect(),

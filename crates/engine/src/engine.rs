@@ -206,6 +206,7 @@ impl Engine {
             .old_blocks_pct(options.old_blocks_pct)
             .old_blocks_time(options.old_blocks_time)
             .policy(options.free_page_policy)
+            .flush_all_writers(options.checkpoint_writers)
             .read_ahead(ReadAhead {
                 linear_threshold: options.read_ahead_threshold,
                 random: options.random_read_ahead,

@@ -126,6 +126,13 @@ impl SpaceRegistry {
 }
 
 impl PageStore for SpaceRegistry {
+    /// Page-compressed tablespaces: their pages are compressed as they are written, which costs
+    /// more CPU than loading them, so a load's finished pages are written beside it.
+    fn write_behind(&self, space: SpaceId) -> bool {
+        self.get(space)
+            .is_some_and(|s| s.compression().is_some() && s.zip_block_bytes().is_none())
+    }
+
     fn read_page(&self, id: PageId, buf: &mut [u8]) -> std::result::Result<(), StoreError> {
         let space = self.space(id)?;
         space

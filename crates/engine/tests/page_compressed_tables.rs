@@ -137,6 +137,105 @@ fn text_rows_round_trip_through_compressed_pages_for_every_codec_and_page_size()
     }
 }
 
+/// Loads rows `0..rows` in key order, 50 a transaction.
+fn load_in_order(db: &Engine, t: &barracuda::Table, text: &[u8], rows: u64) {
+    for chunk in (0..rows).collect::<Vec<_>>().chunks(50) {
+        let mut tx = db.begin();
+        for &i in chunk {
+            tx.put(t, &key(i), &text_row(text, i)).unwrap();
+        }
+        tx.commit().unwrap();
+    }
+}
+
+#[test]
+fn a_load_in_key_order_queues_the_pages_it_finished_for_write_behind_in_page_compressed_tables_only(
+) {
+    let text = common::gcide_excerpt();
+    let tmp = tempfile::tempdir().unwrap();
+    let options = || {
+        EngineOptions::default()
+            .page_size(PageSize::K16)
+            .buffer_pool_bytes(1024 * PageSize::K16.bytes())
+    };
+    let rows = 400;
+    {
+        let db = Engine::open(tmp.path(), options()).unwrap();
+        // A plain table and a row-compressed one: their pages cost nothing more to write
+        // than to keep, and are left to the checkpoints.
+        let plain = db.create_table("plain", TableOptions::default()).unwrap();
+        load_in_order(&db, &plain, &text, rows);
+        let zipped = db
+            .create_table(
+                "zipped",
+                TableOptions::default().row_format(barracuda::RowFormat::compressed(8)),
+            )
+            .unwrap();
+        load_in_order(&db, &zipped, &text, rows);
+        let stats = db.status().pool;
+        assert_eq!(stats.write_behind_hints, 0, "{stats}");
+        // Every split of this load appends: each page it leaves behind is queued.
+        let t = db
+            .create_table(
+                "t",
+                TableOptions::default().page_compression(Some(PageCompression::Lz4)),
+            )
+            .unwrap();
+        load_in_order(&db, &t, &text, rows);
+        let tree = db.check_table(&t).unwrap();
+        let stats = db.status().pool;
+        assert!(
+            stats.write_behind_hints >= tree.leaf_pages - 1,
+            "{} leaf pages: {stats}",
+            tree.leaf_pages
+        );
+        db.checkpoint().unwrap();
+        db.close().unwrap();
+    }
+    // Whichever pages the page cleaner wrote behind the load and whichever the checkpoint
+    // wrote, every row reads back.
+    let db = Engine::open(tmp.path(), options()).unwrap();
+    for name in ["plain", "zipped", "t"] {
+        let t = db.table(name).unwrap();
+        for i in 0..rows {
+            assert_eq!(
+                db.get(&t, &key(i)).unwrap().as_deref(),
+                Some(&text_row(&text, i)[..]),
+                "{name}: row {i}"
+            );
+        }
+        db.check_table(&t).unwrap();
+    }
+}
+
+#[test]
+fn write_behind_turned_off_writes_no_page_behind_a_load() {
+    let text = common::gcide_excerpt();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut settings = barracuda::FlushSettings::default();
+    settings.set_write_behind(false);
+    let db = Engine::open(
+        tmp.path(),
+        EngineOptions::default()
+            .page_size(PageSize::K16)
+            .buffer_pool_bytes(1024 * PageSize::K16.bytes())
+            .flush_settings(settings),
+    )
+    .unwrap();
+    let t = db
+        .create_table(
+            "t",
+            TableOptions::default().page_compression(Some(PageCompression::Zlib { level: 1 })),
+        )
+        .unwrap();
+    load_in_order(&db, &t, &text, 400);
+    db.checkpoint().unwrap();
+    let stats = db.status().pool;
+    assert!(stats.write_behind_hints > 0, "{stats}");
+    assert_eq!(stats.pages_written_write_behind, 0, "{stats}");
+    assert!(!db.flush_settings().write_behind());
+}
+
 /// On this machine's real file system: the file's allocated blocks fall below its length
 /// (holes were punched), or — where the file system refuses — the refusal is counted and the
 /// data is intact all the same.

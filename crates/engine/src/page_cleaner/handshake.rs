@@ -69,6 +69,8 @@ pub(super) enum Event {
     },
     /// The regular round is due.
     Tick,
+    /// A batch of pages is queued for write-behind (`BufferPool::write_behind`).
+    WriteBehind,
 }
 
 /// A failure while serving the requests up to `up_to`.
@@ -85,6 +87,8 @@ struct Failure {
 struct State {
     stop: bool,
     running: bool,
+    /// Pages are queued for write-behind.
+    write_behind: bool,
     /// The highest LSN asked for and not yet taken by the cleaner.
     requested: Option<Lsn>,
     /// Requests made so far: each waiting committer's sequence number.
@@ -129,6 +133,7 @@ impl Handshake {
             state: Mutex::new(State {
                 stop: false,
                 running: true,
+                write_behind: false,
                 requested: None,
                 posted: 0,
                 progress: 0,
@@ -145,8 +150,16 @@ impl Handshake {
         self.wake.notify_all();
     }
 
+    /// Wakes the cleaner for the pages queued for write-behind (the pool's waker: called by a
+    /// thread holding page latches, so it only sets a flag and notifies).
+    pub(super) fn wake_write_behind(&self) {
+        self.state.lock().write_behind = true;
+        self.wake.notify_all();
+    }
+
     /// The cleaner's wait: returns at once for a stop or a pending request (a request before a
-    /// round that is due), else at `deadline` with [`Event::Tick`].
+    /// round that is due, a round that is due before write-behind), else at `deadline` with
+    /// [`Event::Tick`].
     pub(super) fn next_event(&self, deadline: Instant) -> Event {
         let mut state = self.state.lock();
         loop {
@@ -161,6 +174,9 @@ impl Handshake {
             }
             if Instant::now() >= deadline {
                 return Event::Tick;
+            }
+            if std::mem::take(&mut state.write_behind) {
+                return Event::WriteBehind;
             }
             // Woken early by a request or a stop, or at the deadline: the loop tells which.
             let _ = self.wake.wait_until(&mut state, deadline);

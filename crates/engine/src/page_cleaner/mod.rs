@@ -159,6 +159,10 @@ impl Flushing {
 pub(crate) fn spawn(engine: &Arc<EngineInner>) -> Result<JoinHandle<()>> {
     let weak: Weak<EngineInner> = Arc::downgrade(engine);
     let flushing = engine.flushing.clone();
+    let waker = flushing.clone();
+    engine
+        .pool
+        .set_write_behind_waker(Some(Arc::new(move || waker.handshake.wake_write_behind())));
     std::thread::Builder::new()
         .name("barracuda-page-cleaner".into())
         .spawn(move || {
@@ -217,10 +221,33 @@ fn run(weak: &Weak<EngineInner>) {
                         Ok(false) => {}
                         Err(err) => tracing::warn!(%err, "page cleaner round failed"),
                     }
+                    write_behind(&engine);
                 }
                 next_round = next_round_at(started);
             }
+            Event::WriteBehind => {
+                if engine.read_only_reason().is_none() {
+                    write_behind(&engine);
+                }
+            }
         }
+    }
+}
+
+/// Pages one write-behind pass writes at most, so that a committer's sync request, served
+/// between passes, waits for no more than this.
+const WRITE_BEHIND_PASS: usize = 4 * barracuda_buffer_pool::WRITE_BEHIND_BATCH;
+
+/// Writes the pages queued for write-behind that can be written now (up to
+/// [`WRITE_BEHIND_PASS`]); a failure is logged, and the pages are left to the checkpoint.
+fn write_behind(engine: &EngineInner) {
+    if !engine.flushing.settings().write_behind() {
+        // Turned off: the hints keep coming, and the pages are the checkpoints' now.
+        engine.pool.discard_write_behind();
+        return;
+    }
+    if let Err(err) = engine.pool.write_behind(WRITE_BEHIND_PASS) {
+        tracing::warn!(%err, "page cleaner: write-behind failed");
     }
 }
 

@@ -390,6 +390,7 @@ fn holding_flush_settings() -> LabResult<FlushSettings> {
     s.set_io_capacity(100)?;
     s.set_io_capacity_max(100)?;
     s.set_idle_flush_pct(0)?;
+    s.set_write_behind(false);
     Ok(s)
 }
 

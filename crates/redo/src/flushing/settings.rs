@@ -58,6 +58,7 @@ pub struct FlushSettings {
     max_dirty_pages_pct_lwm: f64,
     idle_flush_pct: u32,
     deadline_flushing: bool,
+    write_behind: bool,
 }
 
 impl Default for FlushSettings {
@@ -72,6 +73,7 @@ impl Default for FlushSettings {
             max_dirty_pages_pct_lwm: 10.0,
             idle_flush_pct: 100,
             deadline_flushing: true,
+            write_behind: true,
         }
     }
 }
@@ -151,6 +153,19 @@ impl FlushSettings {
     /// Sets [`deadline_flushing`](Self::deadline_flushing); any value is valid.
     pub fn set_deadline_flushing(&mut self, on: bool) {
         self.deadline_flushing = on;
+    }
+
+    /// Not InnoDB's: whether the page cleaner writes, as soon as it can, the pages a load has
+    /// finished with in the tablespaces that ask for it (page-compressed ones: the left page of
+    /// a split that appended), so that their compression runs beside the load instead of in the
+    /// next checkpoint (default on). Off leaves every page to the controller and checkpoints.
+    pub fn write_behind(&self) -> bool {
+        self.write_behind
+    }
+
+    /// Sets [`write_behind`](Self::write_behind); any value is valid.
+    pub fn set_write_behind(&mut self, on: bool) {
+        self.write_behind = on;
     }
 
     /// Sets `innodb_io_capacity` (at least 100, at most `io_capacity_max`).
@@ -272,6 +287,7 @@ mod tests {
         assert!((s.max_dirty_pages_pct_lwm() - 10.0).abs() < f64::EPSILON);
         assert_eq!(s.idle_flush_pct(), 100);
         assert!(s.deadline_flushing(), "ours, on by default");
+        assert!(s.write_behind(), "ours, on by default");
     }
 
     #[test]
