@@ -259,10 +259,13 @@ fn run_all(step_for: impl Fn(u64) -> u64) {
     for (kind, total) in KINDS.into_iter().zip(counts) {
         assert!(total > 0, "the workload does no {kind:?}");
         let (mut runs, mut fired, mut failed, mut read_only, mut recovered) = (0, 0, 0, 0, 0);
-        // Runs whose N is one of the first 12 or lies in the first 75 % of the clean run's ops,
-        // and how many fired: the ops that depend on timing (background flushes, single-page
-        // flushes when the free list runs dry, the close's checkpoint) vary with the machine's
-        // load, so an N near the total may not be reached; those runs still check what they do.
+        // Runs whose N is one of the first 12 or lies in the first 40 % of the clean runs' ops,
+        // and how many fired: the ops that depend on timing (background flushes and log syncs,
+        // single-page flushes when the free list runs dry, the close's checkpoint) vary with the
+        // machine's load, so an N near the total may not be reached; those runs still check
+        // what they do. (Syncs vary most: once, two clean runs did at least 1,148 and the
+        // failing runs after them about 640, so with 75 % here only 639 of the 861 runs of N up
+        // to 861 fired, and the check below failed with nothing wrong.)
         let (mut early_runs, mut early_fired) = (0, 0);
         for nth in sample(total, step_for(total)) {
             let error = if nth % 2 == 0 {
@@ -273,7 +276,7 @@ fn run_all(step_for: impl Fn(u64) -> u64) {
             let (_, outcome) = run(Some((kind, nth, error)));
             runs += 1;
             fired += usize::from(outcome.fired);
-            if nth <= 12 || nth * 100 <= total * 75 {
+            if nth <= 12 || nth * 100 <= total * 40 {
                 early_runs += 1;
                 early_fired += usize::from(outcome.fired);
             }
