@@ -13,9 +13,8 @@
 //! clean page is a few hundred nanoseconds of work no one waits for, spread over the misses
 //! that need it.
 
-use std::time::Duration;
-
 use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
 
 use super::{sleep, FreeWait};
 use crate::inner::{Evictor, Inner};
